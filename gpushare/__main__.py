@@ -1,0 +1,5 @@
+import sys
+
+from gpushare.cli import main
+
+sys.exit(main())

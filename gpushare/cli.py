@@ -1,0 +1,100 @@
+"""The `gpushare` command: a thin layer over the library that turns errors into one line and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from gpushare import __version__
+from gpushare.errors import GpushareError
+from gpushare.options import OPTIONS
+from gpushare.render import FORMATS, render
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own usage errors: one line, exit 2
+        self.exit(EXIT_USAGE, f"gpushare: error: {message}\n")
+
+
+def _render_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "render", help="write the installer chart or manifests",
+        description="Write a Helm chart (default: ./ack-ai-installer) or plain manifests for the GPU-sharing stack. "
+        "Every setting of the settings document has a flag; flags override --config.",
+    )
+    p.add_argument("--config", metavar="FILE", help="settings document (YAML, kind InstallerSettings)")
+    p.add_argument("--format", choices=FORMATS, default="chart", help="chart directory or plain manifests")
+    p.add_argument("-o", "--output", metavar="PATH",
+                   help="chart: directory (default ./ack-ai-installer); manifests: file, '-' for stdout (default), "
+                   "or a directory in control-plane mode")
+    p.add_argument("--json", action="store_true", help="print a JSON summary (files, objects, warnings) on stdout")
+    group = p.add_argument_group("settings")
+    for option in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": option.flag.replace("-", "_"), "default": None, "help": option.help}
+        if option.kind == "bool":
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["metavar"] = {"csv": "A,B", "yaml": "YAML", "int": "N"}.get(option.kind, "VALUE")
+            if option.choices and option.kind == "csv":
+                kwargs["help"] += f" Comma-separated: {', '.join(option.choices)}."
+            elif option.choices:
+                kwargs["metavar"] = "{" + ",".join(option.choices) + "}"
+        group.add_argument(f"--{option.flag}", **kwargs)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gpushare", description="GPU sharing on Kubernetes: installer generator, rules, dry-run.")
+    p.add_argument("--version", action="version", version=f"gpushare {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _render_parser(sub)
+    return p
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    options = {o.flag.replace("-", "_"): getattr(args, o.flag.replace("-", "_")) for o in OPTIONS}
+    options = {k: v for k, v in options.items() if v is not None}
+    output = args.output
+    if output is None:
+        output = "ack-ai-installer" if args.format == "chart" else "-"
+    rendered = render(format=args.format, output=output, config=args.config, **options)
+    for finding in rendered.warnings:
+        print(f"gpushare: warning: {finding.message}", file=sys.stderr)
+    to_stdout = args.format == "manifests" and output == "-"
+    if to_stdout and not args.json:
+        sys.stdout.write(rendered.files["manifests.yaml"])
+    if args.json:
+        summary = {
+            "apiVersion": "gpushare.io/v1alpha1", "kind": "RenderResult", "format": rendered.format,
+            "output": None if to_stdout else output, "files": sorted(rendered.files),
+            "objects": [{"kind": o["kind"], "name": o["metadata"]["name"],
+                         "namespace": o["metadata"].get("namespace")} for o in rendered.objects],
+            "warnings": [{"rule": f.rule.id, "message": f.message} for f in rendered.warnings],
+        }
+        if to_stdout:
+            summary["manifests"] = rendered.files["manifests.yaml"]
+        print(json.dumps(summary, indent=2))
+    elif not to_stdout:
+        print(f"gpushare: wrote {rendered.format} to {output}", file=sys.stderr)
+        print(rendered.notes, file=sys.stderr, end="")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return {"render": _cmd_render}[args.command](args)
+    except GpushareError as exc:
+        print(f"gpushare: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"gpushare: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""What each product profile supports: the data the settings rules and the generator read.
+
+`ack` is ACK Pro's shared GPU scheduling (ack-ai-installer, cGPU); `open-source` is the upstream
+gpushare scheduler extender and device plugin on any cluster (facts sections 2, 4 and 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ACK = "ack"
+OPEN_SOURCE = "open-source"
+
+MANAGED = "managed"
+SECONDARY = "secondary"
+CONTROL_PLANE = "control-plane"
+SCHEDULER_MODES: tuple[str, ...] = (MANAGED, SECONDARY, CONTROL_PLANE)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    memory_units: tuple[str, ...]
+    isolation_modes: tuple[str, ...]
+    scheduler_modes: tuple[str, ...]
+    default_scheduler_mode: str
+    compute_allocation: bool
+    #: Device plugin `--memory-unit` flag value for each memory unit.
+    plugin_unit_flag: dict[str, str]
+
+
+PROFILES: dict[str, Profile] = {
+    ACK: Profile(
+        name=ACK,
+        memory_units=("1GiB", "128MiB"),
+        isolation_modes=("share", "cgpu", "core_mem"),
+        scheduler_modes=(MANAGED, SECONDARY, CONTROL_PLANE),
+        default_scheduler_mode=MANAGED,
+        compute_allocation=True,
+        plugin_unit_flag={"1GiB": "1GiB", "128MiB": "128MiB"},
+    ),
+    OPEN_SOURCE: Profile(
+        name=OPEN_SOURCE,
+        memory_units=("GiB", "MiB"),
+        isolation_modes=("share",),
+        scheduler_modes=(SECONDARY, CONTROL_PLANE),
+        default_scheduler_mode=SECONDARY,
+        compute_allocation=False,
+        plugin_unit_flag={"GiB": "GiB", "MiB": "MiB"},
+    ),
+}
+ALL_UNITS: tuple[str, ...] = tuple(u for p in PROFILES.values() for u in p.memory_units)
+
+#: Regions where ACK offers compute-power allocation (seed 002).
+COMPUTE_REGIONS: tuple[str, ...] = (
+    "cn-beijing", "cn-shanghai", "cn-hangzhou", "cn-zhangjiakou", "cn-shenzhen", "cn-chengdu", "cn-heyuan",
+    "cn-hongkong", "ap-southeast-5", "ap-southeast-1", "ap-southeast-7", "us-east-1", "us-west-1",
+    "ap-northeast-1", "cn-shanghai-finance-1",
+)
+
+#: cGPU scheduling policies written to /proc/cgpu_km/<gpu>/policy (seed 004).
+CGPU_POLICIES: dict[int, str] = {
+    0: "average", 1: "preemptive", 2: "weighted preemptive", 3: "fixed", 4: "weak", 5: "native (memory isolation only)",
+}

@@ -1,0 +1,111 @@
+"""`render`: settings in, a chart or manifests out; the library entry the CLI is a thin layer over."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from gpushare import controlplane, profiles, rules
+from gpushare.chart import chart_files
+from gpushare.errors import InputError
+from gpushare.notes import notes
+from gpushare.options import apply
+from gpushare.output import write_file, write_tree
+from gpushare.settings import InstallerSettings, load_settings
+from gpushare.stack import Stack
+from gpushare.template import dump_all
+
+Format = Literal["chart", "manifests"]
+FORMATS: tuple[str, ...] = ("chart", "manifests")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What `render` produced: files by relative path, the concrete objects, and the rule warnings."""
+
+    format: Format
+    settings: InstallerSettings
+    files: dict[str, str]
+    objects: list[dict[str, Any]]
+    warnings: list[rules.Finding]
+    notes: str
+
+    @property
+    def is_tree(self) -> bool:
+        """A chart, or manifests that come with control-plane files, is a directory; else one file."""
+        return self.format == "chart" or len(self.files) > 1
+
+    def write(self, output: str | Path) -> Path:
+        path = Path(output)
+        if self.is_tree:
+            write_tree(path, self.files)
+        else:
+            write_file(path, self.files["manifests.yaml"])
+        return path
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a settings document; unreadable YAML is an InputError naming the file and line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError("--config", str(path), f"a readable file ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}" if mark is not None else "somewhere"
+        raise InputError("--config", str(path), f"valid YAML (error at {line})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InputError("--config", str(path), "a YAML mapping (apiVersion, kind, settings...)")
+    return data
+
+
+def build_settings(settings: InstallerSettings | Mapping[str, Any] | None = None, config: str | Path | None = None,
+                   **options: Any) -> InstallerSettings:
+    """Settings from a model, a document, a --config file and option overrides (in that order of precedence)."""
+    if isinstance(settings, InstallerSettings):
+        document: dict[str, Any] = settings.document()
+    else:
+        document = dict(settings or {})
+    where = None
+    if config is not None:
+        document = {**load_config(config), **document}
+        where = str(config)
+    return load_settings(apply(document, options), where=where)
+
+
+def render(settings: InstallerSettings | Mapping[str, Any] | None = None, *, format: Format = "chart",
+           output: str | Path | None = None, config: str | Path | None = None, **options: Any) -> Rendered:
+    """Render the installer stack; with `output`, also write it (atomically).
+
+    `options` are the CLI flags in Python spelling (`kube_version="1.22"`, `profile="open-source"`).
+    Raises InputError, with nothing written, on any setting the product does not allow.
+    """
+    if format not in FORMATS:
+        raise InputError("--format", format, "chart or manifests")
+    model = build_settings(settings, config=config, **options)
+    warnings = [f for f in rules.enforce(model) if f.rule.severity == "warning"]
+    stack = Stack(model)
+    if model.scheduler.mode != profiles.MANAGED and model.version is None and format == "manifests":
+        raise InputError("kubernetesVersion", None, "a version (1.20-1.28 or v1.X.Y) for manifests with scheduler "
+                         f"mode {model.scheduler.mode}; only a chart can adapt at install time")
+    objects = stack.objects()
+    if format == "chart":
+        files = chart_files(stack)
+    else:
+        files = {"manifests.yaml": dump_all(objects), **controlplane.files(stack)}
+    rendered = Rendered(format, model, files, objects, warnings, notes(model))
+    if output is not None:
+        if format == "manifests" and rendered.is_tree and str(output) == "-":
+            raise InputError("--output", "-", "a directory in control-plane mode (manifests.yaml and control-plane/ "
+                             "are written there)")
+        if str(output) != "-":
+            rendered.write(output)
+    return rendered

@@ -1,0 +1,108 @@
+"""Kubernetes versions and the kube-scheduler configuration APIs each one serves.
+
+One table, imported by the generator, the policy rules and the tests, so that a new minor or a
+removed API is a one-line change here (facts section 6: kubernetes/kube-scheduler config/, KEP-785,
+CHANGELOG-1.23).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpushare.errors import InputError
+
+#: Newest patch release of each supported minor: the kube-scheduler image tag used when only a
+#: minor is known (a chart given only a minor matches the cluster's own version at install time).
+LATEST_PATCH: dict[int, int] = {20: 15, 21: 14, 22: 17, 23: 17, 24: 17, 25: 16, 26: 15, 27: 16, 28: 15}
+MINORS: tuple[int, ...] = tuple(sorted(LATEST_PATCH))
+
+POLICY = "policy"
+#: Every scheduler configuration API the generator knows, oldest first.
+CONFIG_APIS: tuple[str, ...] = (POLICY, "v1beta1", "v1beta2", "v1beta3", "v1")
+
+#: API -> minors that serve it (inclusive range).
+_SERVED: dict[str, tuple[int, int]] = {
+    POLICY: (20, 22),
+    "v1beta1": (20, 22),
+    "v1beta2": (22, 27),
+    "v1beta3": (23, 28),
+    "v1": (25, 28),
+}
+#: API -> minors from which it is deprecated (a warning, not an error).
+_DEPRECATED_FROM: dict[str, int] = {POLICY: 20, "v1beta1": 22, "v1beta2": 25, "v1beta3": 28}
+
+CONFIG_GROUP = "kubescheduler.config.k8s.io"
+
+_VERSION = re.compile(r"^v?1\.(\d+)(?:\.(\d+))?$")
+
+
+@dataclass(frozen=True, order=True)
+class KubeVersion:
+    """A Kubernetes version the product supports; `patch` is None when only the minor was given."""
+
+    minor: int
+    patch: int | None = None
+
+    @property
+    def text(self) -> str:
+        return f"1.{self.minor}" if self.patch is None else f"v1.{self.minor}.{self.patch}"
+
+    @property
+    def full(self) -> str:
+        """The release the kube-scheduler image tag names: the given patch, else the newest one."""
+        patch = LATEST_PATCH[self.minor] if self.patch is None else self.patch
+        return f"v1.{self.minor}.{patch}"
+
+
+def parse_kube_version(text: str, field: str = "kubernetesVersion") -> KubeVersion:
+    """Accept `1.22`, `v1.22`, `1.22.3` or `v1.22.3` for a supported minor; anything else is an InputError."""
+    match = _VERSION.match(str(text).strip())
+    allowed = f"a minor 1.{MINORS[0]}-1.{MINORS[-1]} or a full v1.X.Y in that range"
+    if not match:
+        raise InputError(field, text, allowed)
+    minor = int(match.group(1))
+    if minor not in LATEST_PATCH:
+        raise InputError(field, text, allowed)
+    return KubeVersion(minor, None if match.group(2) is None else int(match.group(2)))
+
+
+def served_apis(minor: int) -> tuple[str, ...]:
+    """Configuration APIs this minor's kube-scheduler accepts, oldest first."""
+    return tuple(api for api in CONFIG_APIS if _SERVED[api][0] <= minor <= _SERVED[api][1])
+
+
+def default_api(minor: int) -> str:
+    """The newest KubeSchedulerConfiguration API the minor serves (never the legacy Policy)."""
+    return served_apis(minor)[-1]
+
+
+def is_deprecated(api: str, minor: int) -> bool:
+    return minor >= _DEPRECATED_FROM.get(api, 10**6)
+
+
+def minors_serving(api: str) -> tuple[int, ...]:
+    low, high = _SERVED[api]
+    return tuple(m for m in MINORS if low <= m <= high)
+
+
+def choose_api(requested: str, minor: int, field: str = "scheduler.configApi") -> str:
+    """Resolve `auto` to the default API and refuse an API the minor does not serve."""
+    if requested == "auto":
+        return default_api(minor)
+    served = served_apis(minor)
+    if requested not in served:
+        low, high = _SERVED[requested]
+        raise InputError(
+            field,
+            requested,
+            f"an API Kubernetes 1.{minor} serves: {', '.join(served)} "
+            f"({requested} is served by 1.{low}-1.{high} only)",
+        )
+    return requested
+
+
+def kube_version_constraint(version: KubeVersion | None) -> str:
+    """Chart.yaml `kubeVersion`: the rendered minor, or every supported minor for a universal chart."""
+    low, high = (MINORS[0], MINORS[-1]) if version is None else (version.minor, version.minor)
+    return f">=1.{low}.0-0 <1.{high + 1}.0-0"
