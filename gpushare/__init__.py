@@ -1,3 +1,9 @@
 """gpushare: GPU sharing on Kubernetes: installer generator, policy rules and dry-run placement."""
 
 __version__ = "0.1.0"
+
+from gpushare.errors import GpushareError, InputError  # noqa: E402
+from gpushare.rendering import Rendered, render  # noqa: E402
+from gpushare.settings import InstallerSettings, load_settings  # noqa: E402
+
+__all__ = ["GpushareError", "InputError", "InstallerSettings", "Rendered", "__version__", "load_settings", "render"]

@@ -11,7 +11,7 @@ from typing import Any
 from gpushare import __version__
 from gpushare.errors import GpushareError
 from gpushare.options import OPTIONS
-from gpushare.render import FORMATS, render
+from gpushare.rendering import FORMATS, render
 
 EXIT_USAGE = 2
 

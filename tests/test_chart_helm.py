@@ -1,0 +1,135 @@
+"""The generated chart, rendered by the real helm, equals the Python manifests and every object is valid
+for the minor it targets (kubernetes-validate's strict schemas; scheduler configs by our own schemas)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import REPO, by_key, helm_template
+from jsonschema import Draft202012Validator
+
+from gpushare import render
+from gpushare.matrix import combos
+from gpushare.settings import load_settings
+from gpushare.versions import MINORS, parse_kube_version
+
+SCHEDULER_SCHEMAS = {
+    p.name.split(".")[0]: Draft202012Validator(json.loads(p.read_text()))
+    for p in (REPO / "schemas" / "kube-scheduler").glob("*.schema.json")
+}
+
+pytestmark = pytest.mark.helm
+
+
+def _id(doc: dict[str, Any]) -> str:
+    return "-".join([doc.get("kubernetesVersion", "any"), doc["profile"], "+".join(doc["isolation"]),
+                     doc["gpuMemoryUnit"], doc["scheduler"]["mode"]])
+
+
+def validate_objects(objects: list[dict[str, Any]], minor: int) -> None:
+    for obj in objects:
+        try:
+            kubernetes_validate.validate(obj, f"1.{minor}", strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            raise AssertionError(f"{obj['kind']}/{obj['metadata']['name']} invalid for 1.{minor}: {exc}") from None
+        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "gpushare-scheduler-config":
+            for name, text in obj["data"].items():
+                validate_scheduler_config(name, text)
+
+
+def validate_scheduler_config(name: str, text: str) -> None:
+    config = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
+    api = "policy" if config["kind"] == "Policy" else config["apiVersion"].rsplit("/", 1)[1]
+    errors = sorted(SCHEDULER_SCHEMAS[api].iter_errors(config), key=str)
+    assert not errors, f"{name} ({api}): {errors[0].message}"
+
+
+def lint(helm: Path, chart: Path, kube_version: str) -> None:
+    result = subprocess.run([str(helm), "lint", "--strict", str(chart), "--kube-version", kube_version],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+VERSIONED = list(combos())
+
+
+@pytest.mark.parametrize("doc", VERSIONED, ids=[_id(d) for d in VERSIONED])
+def test_chart_equals_manifests(helm: Path, tmp_path: Path, doc: dict[str, Any]) -> None:
+    chart = tmp_path / "chart"
+    render(doc, format="chart", output=chart)
+    manifests = render(doc, format="manifests").objects
+    version = parse_kube_version(doc["kubernetesVersion"])
+    lint(helm, chart, version.full)
+    rendered = helm_template(helm, chart, version.full)
+    assert by_key(rendered) == by_key(manifests)
+    validate_objects(manifests, version.minor)
+
+
+UNIVERSAL = list(combos((None,)))
+
+
+@pytest.mark.parametrize("doc", UNIVERSAL, ids=[_id(d) for d in UNIVERSAL])
+def test_universal_chart_adapts_to_every_minor(helm: Path, tmp_path: Path, doc: dict[str, Any]) -> None:
+    chart = tmp_path / "chart"
+    render(doc, format="chart", output=chart)
+    lint(helm, chart, f"1.{MINORS[-1]}")
+    for minor in MINORS:
+        version = parse_kube_version(f"1.{minor}")
+        expected = render({**doc, "kubernetesVersion": version.text}, format="manifests").objects
+        assert by_key(helm_template(helm, chart, version.full)) == by_key(expected), f"1.{minor}"
+
+
+@pytest.mark.parametrize("mode", ["secondary", "control-plane"])
+@pytest.mark.parametrize(("minor", "api"), [(m, a) for m in MINORS for a in ("policy", "v1beta1", "v1beta2", "v1beta3", "v1")
+                                            if a in __import__("gpushare.versions").versions.served_apis(m)])
+def test_every_served_config_api(helm: Path, tmp_path: Path, minor: int, api: str, mode: str) -> None:
+    doc = {"profile": "open-source", "kubernetesVersion": f"1.{minor}", "scheduler": {"mode": mode, "configApi": api}}
+    chart = tmp_path / "chart"
+    rendered = render(doc, format="chart", output=chart)
+    manifests = render(doc, format="manifests")
+    version = parse_kube_version(f"1.{minor}")
+    assert by_key(helm_template(helm, chart, version.full)) == by_key(manifests.objects)
+    validate_objects(manifests.objects, minor)
+    texts = {k: v for k, v in rendered.files.items() if k.startswith("control-plane/gpushare-scheduler-")}
+    for name, text in texts.items():
+        validate_scheduler_config(name, text)
+    if mode == "control-plane":
+        assert len(texts) == 1
+
+
+def test_values_override_reaches_the_objects(helm: Path, tmp_path: Path) -> None:
+    """A value set at install time lands where the chart promises (the chart is not a frozen copy)."""
+    doc = {"profile": "open-source", "kubernetesVersion": "1.26"}
+    render(doc, format="chart", output=tmp_path / "c")
+    digest = "sha256:" + "a" * 64
+    objects = helm_template(helm, tmp_path / "c", "v1.26.15", extra=(
+        "--set", "extender.port=23456", "--set", f"devicePlugin.image.digest={digest}", "--set", "gpuMemoryUnit=MiB"))
+    config = next(o for o in objects if o["kind"] == "ConfigMap")
+    assert "http://127.0.0.1:23456/gpushare-scheduler" in config["data"]["scheduler-config.yaml"]
+    plugin = next(o for o in objects if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]["containers"][0]
+    assert plugin["image"].endswith("@" + digest)
+    assert "--memory-unit=MiB" in plugin["command"]
+    expected = render({**doc, "extender": {"port": 23456}, "gpuMemoryUnit": "MiB",
+                       "devicePlugin": {"image": {**load_settings(doc).device_plugin.image.model_dump(by_alias=True),
+                                                  "digest": digest}}}, format="manifests").objects
+    assert by_key(objects) == by_key(expected)
+
+
+def test_values_schema_refuses_a_unit_of_the_other_profile(helm: Path, tmp_path: Path) -> None:
+    render({"profile": "open-source", "kubernetesVersion": "1.26"}, format="chart", output=tmp_path / "c")
+    result = subprocess.run([str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.26",
+                             "--set", "gpuMemoryUnit=128MiB"], capture_output=True, text=True)
+    assert result.returncode != 0 and "gpuMemoryUnit" in result.stderr
+
+
+def test_chart_refuses_a_cluster_outside_its_minor(helm: Path, tmp_path: Path) -> None:
+    render({"kubernetesVersion": "1.24", "profile": "open-source"}, format="chart", output=tmp_path / "c")
+    result = subprocess.run([str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.25.0"],
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "kubeVersion" in result.stderr
