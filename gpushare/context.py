@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from gpushare import __version__
+from gpushare import __version__, security
 from gpushare.settings import InstallerSettings
 from gpushare.template import Expr
 
@@ -59,12 +59,19 @@ class Context:
     def labels(self, component: str) -> dict[str, Any]:
         return {**self.selector(component), "app.kubernetes.io/part-of": APP, "app.kubernetes.io/version": __version__}
 
-    def metadata(self, name: str, component: str, namespaced: bool = True, namespace: Any = None) -> dict[str, Any]:
+    def metadata(self, name: str, component: str, namespaced: bool = True, namespace: Any = None,
+                 annotations: dict[str, str] | None = None) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": name}
         if namespaced:
             meta["namespace"] = self.namespace if namespace is None else namespace
         meta["labels"] = self.labels(component)
+        if annotations:
+            meta["annotations"] = annotations
         return meta
+
+    def workload_metadata(self, name: str, component: str) -> dict[str, Any]:
+        """Metadata of a Deployment or DaemonSet, with the reasons for the privileges it holds."""
+        return self.metadata(name, component, annotations=security.annotations(component))
 
 
 def image_ref(image: dict[str, Any]) -> str:

@@ -56,7 +56,7 @@ def files(stack: Stack) -> dict[str, str]:
     kind = schedconfig.file_kind(config.api)
     path = schedconfig.CONTROL_PLANE_FILE[kind]
     flag = f"--policy-config-file={path}" if kind == "json" else f"--config={path}"
-    extender: dict[str, Any] = resolve(extender_container(stack.ctx))
+    extender: dict[str, Any] = resolve(extender_container(stack.ctx, host_network=True))
     extender["name"] = EXTENDER
     extender["env"].append({"name": "KUBECONFIG", "value": schedconfig.KUBEADM_SCHEDULER_CONF})
     extender["volumeMounts"] = [{"name": "kubeconfig", "mountPath": schedconfig.KUBEADM_SCHEDULER_CONF,

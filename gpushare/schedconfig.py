@@ -63,6 +63,7 @@ def configuration(ctx: Context, api: str, control_plane: bool) -> dict[str, Any]
         config["leaderElection"] = {"leaderElect": True, "resourceLock": "leases", "resourceName": name,
                                     "resourceNamespace": ctx.namespace}
         config["profiles"] = [{"schedulerName": name}]
+    config["enableProfiling"] = False
     config["extenders"] = [extender_stanza(ctx, api)]
     return config
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare import labels
-from gpushare.components.common import NODE_NAME_ENV, container, pod_template, scheduling
+from gpushare.components.common import NODE_NAME_ENV, POD_SECURITY, container, deny_ingress, pod_template, scheduling
 from gpushare.context import Context
 from gpushare.template import Expr
 
@@ -32,6 +32,7 @@ def objects(ctx: Context) -> list[dict[str, Any]]:
     spec = {
         "automountServiceAccountToken": False,
         "priorityClassName": "system-node-critical",
+        "securityContext": POD_SECURITY,
         "affinity": affinity,
         "containers": [installer],
         **scheduling(ctx, "cgpu"),
@@ -39,8 +40,8 @@ def objects(ctx: Context) -> list[dict[str, Any]]:
     }
     return [{
         "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": ctx.metadata(NAME, "cgpu-installer"),
+        "metadata": ctx.workload_metadata(NAME, "cgpu-installer"),
         "spec": {"selector": {"matchLabels": ctx.selector("cgpu-installer")},
                  "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
                  "template": pod_template(ctx, "cgpu-installer", spec)},
-    }]
+    }, deny_ingress(ctx, NAME, "cgpu-installer")]

@@ -50,6 +50,18 @@ def pod_template(ctx: Context, component: str, spec: dict[str, Any],
     return {"metadata": metadata, "spec": spec}
 
 
+def deny_ingress(ctx: Context, name: str, component: str) -> dict[str, Any]:
+    """A NetworkPolicy that admits no ingress to the component's pods: none of them serves other pods."""
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": ctx.metadata(name, component),
+        "spec": {"podSelector": {"matchLabels": ctx.selector(component)}, "policyTypes": ["Ingress"]},
+    }
+
+
+POD_SECURITY = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def env(**pairs: Any) -> list[dict[str, Any]]:
     return [{"name": k, "value": v} for k, v in pairs.items()]
 

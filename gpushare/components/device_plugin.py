@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare import labels, profiles
-from gpushare.components.common import NODE_NAME_ENV, container, pod_template, scheduling
+from gpushare.components.common import NODE_NAME_ENV, POD_SECURITY, container, deny_ingress, pod_template, scheduling
 from gpushare.components.rbac import DEVICE_PLUGIN_RULES, binding, cluster_role, service_account, subject_sa
 from gpushare.context import Context
 from gpushare.template import Expr
@@ -43,6 +43,7 @@ def daemonset(ctx: Context, mode: str | None, selector: dict[str, str]) -> dict[
     spec = {
         "serviceAccountName": NAME,
         "priorityClassName": "system-node-critical",
+        "securityContext": POD_SECURITY,
         "containers": [plugin],
         **scheduling(ctx, "devicePlugin", selector),
         "volumes": [{"name": "device-plugin", "hostPath": {"path": KUBELET_DIR, "type": "Directory"}}],
@@ -52,7 +53,7 @@ def daemonset(ctx: Context, mode: str | None, selector: dict[str, str]) -> dict[
     template["metadata"]["labels"] = {**template["metadata"]["labels"], "gpushare.io/node-mode": mode or "gpushare"}
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": ctx.metadata(daemonset_name(mode), component),
+        "metadata": ctx.workload_metadata(daemonset_name(mode), component),
         "spec": {"selector": {"matchLabels": selector_labels},
                  "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
                  "template": template},
@@ -65,4 +66,5 @@ def objects(ctx: Context) -> list[dict[str, Any]]:
         cluster_role(ctx, NAME, "device-plugin", DEVICE_PLUGIN_RULES),
         binding(ctx, NAME, "device-plugin", "ClusterRole", NAME, [subject_sa(ctx, NAME)]),
         *(daemonset(ctx, mode, selector) for mode, selector in node_selectors(ctx).items()),
+        deny_ingress(ctx, NAME, "device-plugin"),
     ]

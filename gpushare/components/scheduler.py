@@ -14,7 +14,7 @@ import hashlib
 from typing import Any
 
 from gpushare import schedconfig
-from gpushare.components.common import RESTRICTED, container, env, pod_template, scheduling
+from gpushare.components.common import POD_SECURITY, RESTRICTED, container, deny_ingress, env, pod_template, scheduling
 from gpushare.components.rbac import EXTENDER_RULES, binding, cluster_role, role, service_account, subject_sa, subject_user
 from gpushare.context import Context
 from gpushare.template import Expr
@@ -30,11 +30,15 @@ def config_text(ctx: Context, text: str | None) -> Expr:
     return Expr('include "gpushare.schedulerConfig" .', text or "", literal=True)
 
 
-def extender_container(ctx: Context, **extra: Any) -> dict[str, Any]:
+def extender_container(ctx: Context, host_network: bool = False, **extra: Any) -> dict[str, Any]:
+    """The extender; in a host-network static pod its probe goes to the node's loopback."""
+    port = ctx.v("extender.port")
+    get: dict[str, Any] = {"path": "/version", "port": port, **({"host": "127.0.0.1"} if host_network else {})}
+    probe = {"httpGet": get, "periodSeconds": 10, "timeoutSeconds": 5}
     return container(
         ctx, "extender", "extender",
-        env=env(PORT=Expr("toString .Values.extender.port", str(ctx.v("extender.port").value)),
-                LOG_LEVEL=ctx.v("extender.logLevel")),
+        env=env(PORT=Expr("toString .Values.extender.port", str(port.value)), LOG_LEVEL=ctx.v("extender.logLevel")),
+        livenessProbe=probe, readinessProbe=probe,
         **extra,
     )
 
@@ -62,6 +66,7 @@ def secondary_objects(ctx: Context, api: str | None, text: str | None) -> list[d
             f"--policy-config-file={schedconfig.CONFIG_DIR}/{schedconfig.CONFIG_FILE['json']}",
             Expr('printf "--scheduler-name=%s" .Values.scheduler.name', f"--scheduler-name={name.value}"),
             "--leader-elect=true",
+            "--profiling=false",
             "--leader-elect-resource-lock=leases",
             Expr('printf "--leader-elect-resource-name=%s" .Values.scheduler.name',
                  f"--leader-elect-resource-name={name.value}"),
@@ -77,7 +82,7 @@ def secondary_objects(ctx: Context, api: str | None, text: str | None) -> list[d
     pod_spec = {
         "serviceAccountName": SCHEDULER,
         "priorityClassName": "system-cluster-critical",
-        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "securityContext": {"runAsNonRoot": True, **POD_SECURITY},
         "containers": [
             container(ctx, "scheduler", "kube-scheduler", command=command,
                       ports=[{"name": "https", "containerPort": SECURE_PORT, "protocol": "TCP"}],
@@ -103,18 +108,14 @@ def secondary_objects(ctx: Context, api: str | None, text: str | None) -> list[d
          "data": {schedconfig.CONFIG_FILE[kind]: config_text(ctx, text)}},
         {
             "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": ctx.metadata(SCHEDULER, "scheduler"),
+            "metadata": ctx.workload_metadata(SCHEDULER, "scheduler"),
             "spec": {
                 "replicas": ctx.v("scheduler.replicas"),
                 "selector": {"matchLabels": ctx.selector("scheduler")},
                 "template": pod_template(ctx, "scheduler", pod_spec, annotations={"checksum/config": checksum}),
             },
         },
-        {
-            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": ctx.metadata(SCHEDULER, "scheduler"),
-            "spec": {"podSelector": {"matchLabels": ctx.selector("scheduler")}, "policyTypes": ["Ingress"]},
-        },
+        deny_ingress(ctx, SCHEDULER, "scheduler"),
     ]
 
 

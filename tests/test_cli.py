@@ -1,0 +1,138 @@
+"""The command line: defaults, flags over --config, and bad input -> one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpushare.cli import main
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpushare", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+
+
+def test_defaults_write_the_chart_in_the_current_directory(tmp_path: Path) -> None:
+    result = run("render", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    chart = yaml.safe_load((tmp_path / "ack-ai-installer" / "Chart.yaml").read_text())
+    assert chart["name"] == "ack-ai-installer" and chart["kubeVersion"] == ">=1.20.0-0 <1.29.0-0"
+    assert "ack.node.gpu.schedule=share" in result.stderr  # the notes tell which labels to set
+
+
+def test_manifests_to_stdout_with_flags() -> None:
+    result = run("render", "--kube-version", "1.22", "--profile", "open-source", "--format", "manifests")
+    assert result.returncode == 0, result.stderr
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    kinds = {d["kind"] for d in docs}
+    assert {"Deployment", "DaemonSet", "ConfigMap", "NetworkPolicy"} <= kinds
+    config = next(d for d in docs if d["kind"] == "ConfigMap")
+    assert "kubescheduler.config.k8s.io/v1beta2" in config["data"]["scheduler-config.yaml"]
+    assert not any(d["kind"] == "Service" for d in docs)  # no NodePort, nothing exposed
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--gpu-memory-unit", "100MiB"], "gpuMemoryUnit"),
+        (["--kube-version", "1.19"], "kubernetesVersion"),
+        (["--kube-version", "1.29"], "kubernetesVersion"),
+        (["--kube-version", "banana"], "kubernetesVersion"),
+        (["--profile", "open-source", "--gpu-memory-unit", "128MiB"], "gpuMemoryUnit"),
+        (["--profile", "open-source", "--compute-allocation"], "computeAllocation"),
+        (["--profile", "open-source", "--isolation", "cgpu"], "isolation"),
+        (["--kube-version", "1.28", "--scheduler-mode", "secondary", "--scheduler-config-api", "v1beta2"],
+         "scheduler.configApi"),
+        (["--kube-version", "1.23", "--scheduler-mode", "secondary", "--scheduler-config-api", "policy"],
+         "scheduler.configApi"),
+        (["--isolation", "core_mem", "--compute-allocation", "--region", "eu-central-1"], "region"),
+        (["--scheduler-mode", "control-plane"], "kubernetesVersion"),
+        (["--extender-port", "80"], "extender.port"),
+        (["--extender-port", "eighty"], "--extender-port"),
+        (["--scheduler-tolerations", "[unclosed"], "--scheduler-tolerations"),
+        (["--cgpu-policy", "7"], "cgpu.policy"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path: Path, args: list[str], field: str) -> None:
+    out = tmp_path / "out"
+    result = run("render", "-o", str(out), *args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpushare: error: "), result.stderr
+    assert field in lines[0] and "expected" in lines[0]
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_setting_in_config_names_file_and_known_keys(tmp_path: Path) -> None:
+    config = tmp_path / "s.yaml"
+    config.write_text("apiVersion: gpushare.io/v1alpha1\nkind: InstallerSettings\ngpuMemoryUnits: 1GiB\n")
+    result = run("render", "--config", str(config), "-o", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert str(config) in result.stderr and "gpuMemoryUnits" in result.stderr and "gpuMemoryUnit," in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_unreadable_yaml_names_the_line(tmp_path: Path) -> None:
+    config = tmp_path / "s.yaml"
+    config.write_text("profile: ack\nisolation: [share\n")
+    result = run("render", "--config", str(config))
+    assert result.returncode == 2 and "line 3" in result.stderr
+
+
+def test_flags_override_config(tmp_path: Path) -> None:
+    config = tmp_path / "s.yaml"
+    config.write_text(yaml.safe_dump({"apiVersion": "gpushare.io/v1alpha1", "kind": "InstallerSettings",
+                                      "profile": "open-source", "kubernetesVersion": "1.20",
+                                      "extender": {"port": 20000}}))
+    result = run("render", "--config", str(config), "--kube-version", "1.25", "--format", "manifests", "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["kind"] == "RenderResult"
+    text = summary["manifests"]
+    assert "kubescheduler.config.k8s.io/v1\n" in text and "127.0.0.1:20000" in text
+
+
+def test_rerender_replaces_the_directory_whole(tmp_path: Path) -> None:
+    out = tmp_path / "chart"
+    assert main(["render", "-o", str(out), "--isolation", "share,cgpu"]) == 0
+    assert (out / "templates" / "cgpu" / "cgpu-installer.yaml").exists()
+    assert main(["render", "-o", str(out)]) == 0
+    assert not (out / "templates" / "cgpu").exists()
+    assert main(["render", "-o", str(out), "--gpu-memory-unit", "3GiB"]) == 2
+    assert (out / "Chart.yaml").exists()  # a failed render leaves the previous output untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chart"]
+
+
+def test_control_plane_files(tmp_path: Path) -> None:
+    out = tmp_path / "cp"
+    assert main(["render", "--format", "manifests", "--profile", "open-source", "--scheduler-mode", "control-plane",
+                 "--kube-version", "v1.21.4", "-o", str(out)]) == 0
+    patch = yaml.safe_load((out / "control-plane" / "patches" / "kube-scheduler+strategic.yaml").read_text())
+    scheduler, extender = patch["spec"]["containers"]
+    assert "--config=/etc/kubernetes/gpushare-scheduler-config.yaml" in scheduler["command"]
+    assert {"name": "KUBECONFIG", "value": "/etc/kubernetes/scheduler.conf"} in extender["env"]
+    config = yaml.safe_load((out / "control-plane" / "gpushare-scheduler-config.yaml").read_text())
+    assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1beta1"
+    assert config["extenders"][0]["urlPrefix"] == "http://127.0.0.1:12345/gpushare-scheduler"
+    binding = next(d for d in yaml.safe_load_all((out / "manifests.yaml").read_text()) if d and
+                   d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "gpushare-schd-extender")
+    assert binding["subjects"] == [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io",
+                                    "name": "system:kube-scheduler"}]
+    assert main(["render", "--format", "manifests", "--profile", "open-source", "--scheduler-mode", "control-plane",
+                 "--kube-version", "1.21"]) == 2  # stdout cannot hold a directory
+
+
+def test_python_api_same_options() -> None:
+    from gpushare import render
+
+    rendered = render(kube_version="1.22", profile="open-source", format="manifests")
+    assert any(o["kind"] == "Deployment" for o in rendered.objects)
+    assert rendered.settings.scheduler.mode == "secondary"

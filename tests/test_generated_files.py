@@ -1,0 +1,28 @@
+"""The committed chart and schema are what the generator makes today."""
+
+from __future__ import annotations
+
+import json
+
+from jsonschema import Draft202012Validator
+from regenerate import CHART, SETTINGS_SCHEMA, expected
+
+from gpushare import load_settings
+
+
+def test_generated_files_in_sync() -> None:
+    want = expected()
+    stale = [str(p) for p, text in want.items() if not p.exists() or p.read_text() != text]
+    extra = [str(p) for p in CHART.rglob("*") if p.is_file() and p not in want]
+    assert not stale and not extra, f"run `python tests/regenerate.py`: stale {stale}, unexpected {extra}"
+
+
+def test_settings_schema_agrees_with_the_model() -> None:
+    validator = Draft202012Validator(json.loads(SETTINGS_SCHEMA.read_text()))
+    good = {"apiVersion": "gpushare.io/v1alpha1", "kind": "InstallerSettings", "profile": "open-source",
+            "kubernetesVersion": "1.22", "scheduler": {"mode": "secondary", "replicas": 2}}
+    assert not list(validator.iter_errors(good))
+    load_settings(good)
+    for bad in ({"profile": "nope"}, {"unknown": 1}, {"scheduler": {"replicas": 0}}, {"extender": {"port": 80}},
+                {"isolation": []}):
+        assert list(validator.iter_errors(bad)), bad
