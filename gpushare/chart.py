@@ -7,13 +7,14 @@ chart rendered by Helm with its default values equals the manifests object by ob
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from typing import Any, get_args
 
 from pydantic import BaseModel
 
 from gpushare import __version__, controlplane, versions
-from gpushare.context import STRUCTURAL, STRUCTURAL_SCHEDULER
+from gpushare.context import STRUCTURAL, STRUCTURAL_SCHEDULER, unused_sections
 from gpushare.notes import notes
 from gpushare.settings import InstallerSettings, settings_schema
 from gpushare.stack import Stack
@@ -67,22 +68,37 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _documented(values: dict[str, Any], model: type[BaseModel], indent: int = 0) -> list[str]:
-    """values.yaml lines, each key preceded by its description from the settings model."""
-    fields = {f.alias or name: f for name, f in model.model_fields.items()}
-    pad = " " * indent
+def _descriptions(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], str]:
+    """Dotted path of every setting -> its description in the settings model."""
+    result: dict[tuple[str, ...], str] = {}
+    for name, info in model.model_fields.items():
+        path = (*prefix, info.alias or name)
+        result[path] = info.description or ""
+        sub = _submodel(info.annotation)
+        if sub is not None:
+            result.update(_descriptions(sub, path))
+    return result
+
+
+_DESCRIPTIONS = _descriptions(InstallerSettings)
+_KEY_LINE = re.compile(r"^( *)([A-Za-z][\w]*):")
+
+
+def _documented(values: dict[str, Any]) -> list[str]:
+    """values.yaml lines: one dump, each settings key preceded by its description from the settings model."""
     lines: list[str] = []
-    for key, value in values.items():
-        if indent == 0 and lines:
-            lines.append("")
-        description = fields[key].description or ""
-        lines += [f"{pad}# {line}" for line in textwrap.wrap(description, 110 - indent)]
-        sub = _submodel(fields[key].annotation)
-        if sub is not None and isinstance(value, dict) and value:
-            lines.append(f"{pad}{key}:")
-            lines += _documented(value, sub, indent + 2)
-        else:
-            lines += [pad + line for line in dump({key: value}).splitlines()]
+    stack: list[str] = []
+    for line in dump(values).splitlines():
+        match = _KEY_LINE.match(line)
+        if match:
+            depth = len(match.group(1)) // 2
+            stack = [*stack[:depth], match.group(2)]
+            description = _DESCRIPTIONS.get(tuple(stack))
+            if description is not None and len(stack) == depth + 1:
+                if depth == 0 and lines:
+                    lines.append("")
+                lines += [f"{match.group(1)}# {text}" for text in textwrap.wrap(description, 110 - len(match.group(1)))]
+        lines.append(line)
     return lines
 
 
@@ -93,13 +109,14 @@ def values_yaml(stack: Stack) -> str:
         "# gpushare-settings.yaml: change them there and run `gpushare render --config gpushare-settings.yaml`.",
         "",
     ]
-    return "\n".join(header + _documented(stack.ctx.values, InstallerSettings)) + "\n"
+    return "\n".join(header + _documented(stack.ctx.values)) + "\n"
 
 
 def values_schema(settings: InstallerSettings) -> dict[str, Any]:
     """values.schema.json: the settings schema less the structural fields, units narrowed to the profile's."""
     schema = settings_schema()
-    properties = {k: v for k, v in schema["properties"].items() if k not in STRUCTURAL}
+    skip = set(STRUCTURAL) | unused_sections(settings)
+    properties = {k: v for k, v in schema["properties"].items() if k not in skip}
     properties["gpuMemoryUnit"] = {**properties["gpuMemoryUnit"], "enum": list(settings.profile_info.memory_units)}
     scheduler = dict(schema["$defs"]["SchedulerSettings"])
     scheduler["properties"] = {k: v for k, v in scheduler["properties"].items() if k not in STRUCTURAL_SCHEDULER}

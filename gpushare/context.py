@@ -17,11 +17,26 @@ STRUCTURAL = ("apiVersion", "kind", "kubernetesVersion", "profile", "isolation",
 STRUCTURAL_SCHEDULER = ("mode", "configApi")
 
 
+def unused_sections(settings: InstallerSettings) -> set[str]:
+    """Settings sections no rendered object reads (no scheduler objects in managed mode, no cGPU without isolation)."""
+    unused = set()
+    if settings.scheduler.mode == "managed":
+        unused |= {"scheduler", "extender"}
+    if not settings.isolated_modes:
+        unused.add("cgpu")
+    return unused
+
+
 def chart_values(settings: InstallerSettings) -> dict[str, Any]:
-    """The chart's values: the settings document less what fixes the chart's structure."""
+    """The chart's values: the settings document less what fixes the chart's structure or goes unused."""
     document = settings.document()
-    values = {k: v for k, v in document.items() if k not in STRUCTURAL}
-    values["scheduler"] = {k: v for k, v in values["scheduler"].items() if k not in STRUCTURAL_SCHEDULER}
+    skip = set(STRUCTURAL) | unused_sections(settings)
+    values = {k: v for k, v in document.items() if k not in skip}
+    if "scheduler" in values:
+        values["scheduler"] = {k: v for k, v in values["scheduler"].items() if k not in STRUCTURAL_SCHEDULER}
+        version = settings.version
+        if version is not None and version.patch is not None and not values["scheduler"]["image"]["tag"]:
+            values["scheduler"]["image"] = {**values["scheduler"]["image"], "tag": version.full}
     return values
 
 

@@ -7,6 +7,7 @@ arguments (`kube_version="1.22"`).
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin
@@ -109,7 +110,7 @@ def set_path(document: dict[str, Any], path: tuple[str, ...], value: Any) -> Non
 
 def apply(document: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """A copy of `document` with `options` (python names of flags, e.g. kube_version) set on it."""
-    result = yaml.safe_load(yaml.safe_dump(document)) if document else {}
+    result = copy.deepcopy(document)
     for name, raw in options.items():
         option = BY_NAME.get(name)
         if option is None:

@@ -7,6 +7,8 @@ cross-field rules (unit per profile, compute allocation prerequisites...) live i
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -253,6 +255,11 @@ def load_settings(data: dict[str, Any] | None = None, where: str | None = None) 
 
 def settings_schema() -> dict[str, Any]:
     """JSON Schema of the settings document, published as schemas/installer-settings.schema.json."""
+    return copy.deepcopy(_settings_schema())
+
+
+@functools.cache
+def _settings_schema() -> dict[str, Any]:
     schema = InstallerSettings.model_json_schema(by_alias=True, mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://gpushare.io/schemas/installer-settings.schema.json"
