@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpushare import render  # noqa: E402
-from gpushare.matrix import combos  # noqa: E402
-from gpushare.versions import MINORS  # noqa: E402
+from gpushare import render
+from gpushare.matrix import combos
+from gpushare.versions import MINORS
 
 
 def once(documents: list[dict]) -> tuple[float, int, int]:
@@ -45,8 +45,10 @@ def main() -> int:
         times.append(elapsed)
     print(f"settings combinations: {len(documents)} ({len(MINORS)} minors + universal)")
     print(f"renders per run: {renders} (chart and manifests), objects per run: {objects}")
-    print(f"matrix render time: best {min(times):.2f}s, median {statistics.median(times):.2f}s "
-          f"over {args.repeat} runs (target < 3 s)")
+    print(
+        f"matrix render time: best {min(times):.2f}s, median {statistics.median(times):.2f}s "
+        f"over {args.repeat} runs (target < 3 s)"
+    )
     print(f"per render: {min(times) / renders * 1000:.2f} ms")
     return 0
 

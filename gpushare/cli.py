@@ -23,15 +23,20 @@ class _Parser(argparse.ArgumentParser):
 
 def _render_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "render", help="write the installer chart or manifests",
+        "render",
+        help="write the installer chart or manifests",
         description="Write a Helm chart (default: ./ack-ai-installer) or plain manifests for the GPU-sharing stack. "
         "Every setting of the settings document has a flag; flags override --config.",
     )
     p.add_argument("--config", metavar="FILE", help="settings document (YAML, kind InstallerSettings)")
     p.add_argument("--format", choices=FORMATS, default="chart", help="chart directory or plain manifests")
-    p.add_argument("-o", "--output", metavar="PATH",
-                   help="chart: directory (default ./ack-ai-installer); manifests: file, '-' for stdout (default), "
-                   "or a directory in control-plane mode")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="chart: directory (default ./ack-ai-installer); manifests: file, '-' for stdout (default), "
+        "or a directory in control-plane mode",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON summary (files, objects, warnings) on stdout")
     group = p.add_argument_group("settings")
     for option in OPTIONS:
@@ -69,10 +74,15 @@ def _cmd_render(args: argparse.Namespace) -> int:
         sys.stdout.write(rendered.files["manifests.yaml"])
     if args.json:
         summary = {
-            "apiVersion": "gpushare.io/v1alpha1", "kind": "RenderResult", "format": rendered.format,
-            "output": None if to_stdout else output, "files": sorted(rendered.files),
-            "objects": [{"kind": o["kind"], "name": o["metadata"]["name"],
-                         "namespace": o["metadata"].get("namespace")} for o in rendered.objects],
+            "apiVersion": "gpushare.io/v1alpha1",
+            "kind": "RenderResult",
+            "format": rendered.format,
+            "output": None if to_stdout else output,
+            "files": sorted(rendered.files),
+            "objects": [
+                {"kind": o["kind"], "name": o["metadata"]["name"], "namespace": o["metadata"].get("namespace")}
+                for o in rendered.objects
+            ],
             "warnings": [{"rule": f.rule.id, "message": f.message} for f in rendered.warnings],
         }
         if to_stdout:

@@ -12,8 +12,17 @@ from gpushare.template import Expr
 
 APP = "gpushare"
 #: Settings fixed when the chart is generated; everything else is a chart value a user may override.
-STRUCTURAL = ("apiVersion", "kind", "kubernetesVersion", "profile", "isolation", "computeAllocation", "region",
-              "namespace", "releaseName")
+STRUCTURAL = (
+    "apiVersion",
+    "kind",
+    "kubernetesVersion",
+    "profile",
+    "isolation",
+    "computeAllocation",
+    "region",
+    "namespace",
+    "releaseName",
+)
 STRUCTURAL_SCHEDULER = ("mode", "configApi")
 
 
@@ -68,14 +77,23 @@ class Context:
         return Expr(f'include "gpushare.image" .Values.{component}.image', image_ref(self.values[component]["image"]))
 
     def selector(self, component: str) -> dict[str, Any]:
-        return {"app.kubernetes.io/name": APP, "app.kubernetes.io/instance": self.release,
-                "app.kubernetes.io/component": component}
+        return {
+            "app.kubernetes.io/name": APP,
+            "app.kubernetes.io/instance": self.release,
+            "app.kubernetes.io/component": component,
+        }
 
     def labels(self, component: str) -> dict[str, Any]:
         return {**self.selector(component), "app.kubernetes.io/part-of": APP, "app.kubernetes.io/version": __version__}
 
-    def metadata(self, name: str, component: str, namespaced: bool = True, namespace: Any = None,
-                 annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    def metadata(
+        self,
+        name: str,
+        component: str,
+        namespaced: bool = True,
+        namespace: Any = None,
+        annotations: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": name}
         if namespaced:
             meta["namespace"] = self.namespace if namespace is None else namespace
@@ -86,7 +104,7 @@ class Context:
 
     def workload_metadata(self, name: str, component: str) -> dict[str, Any]:
         """Metadata of a Deployment or DaemonSet, with the reasons for the privileges it holds."""
-        return self.metadata(name, component, annotations=security.annotations(component))
+        return self.metadata(name, component, annotations=security.skip_annotations(component))
 
 
 def image_ref(image: dict[str, Any]) -> str:

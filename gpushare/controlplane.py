@@ -59,23 +59,40 @@ def files(stack: Stack) -> dict[str, str]:
     extender: dict[str, Any] = resolve(extender_container(stack.ctx, host_network=True))
     extender["name"] = EXTENDER
     extender["env"].append({"name": "KUBECONFIG", "value": schedconfig.KUBEADM_SCHEDULER_CONF})
-    extender["volumeMounts"] = [{"name": "kubeconfig", "mountPath": schedconfig.KUBEADM_SCHEDULER_CONF,
-                                 "readOnly": True}]
-    extender["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                                   "readOnlyRootFilesystem": True}
-    patch = {"spec": {
-        "containers": [
-            {"name": "kube-scheduler", "command": ["kube-scheduler", *KUBEADM_FLAGS, flag],
-             "volumeMounts": [{"name": "gpushare-scheduler-config", "mountPath": path, "readOnly": True}]},
-            extender,
-        ],
-        "volumes": [{"name": "gpushare-scheduler-config", "hostPath": {"path": path, "type": "File"}}],
-    }}
+    extender["volumeMounts"] = [
+        {"name": "kubeconfig", "mountPath": schedconfig.KUBEADM_SCHEDULER_CONF, "readOnly": True}
+    ]
+    extender["securityContext"] = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+    }
+    patch = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "kube-scheduler",
+                    "command": ["kube-scheduler", *KUBEADM_FLAGS, flag],
+                    "volumeMounts": [{"name": "gpushare-scheduler-config", "mountPath": path, "readOnly": True}],
+                },
+                extender,
+            ],
+            "volumes": [{"name": "gpushare-scheduler-config", "hostPath": {"path": path, "type": "File"}}],
+        }
+    }
     version = stack.settings.version
     name = path.rsplit("/", 1)[1]
-    readme = _README.render(version=__version__, kube=version.text if version else "", api=config.api,
-                            config_name=name, config_path=path, port=stack.ctx.v("extender.port").value,
-                            extender=EXTENDER)
-    return {f"control-plane/{name}": config.text,
-            "control-plane/patches/kube-scheduler+strategic.yaml": dump(patch),
-            "control-plane/README.md": readme}
+    readme = _README.render(
+        version=__version__,
+        kube=version.text if version else "",
+        api=config.api,
+        config_name=name,
+        config_path=path,
+        port=stack.ctx.v("extender.port").value,
+        extender=EXTENDER,
+    )
+    return {
+        f"control-plane/{name}": config.text,
+        "control-plane/patches/kube-scheduler+strategic.yaml": dump(patch),
+        "control-plane/README.md": readme,
+    }

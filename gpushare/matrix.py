@@ -26,8 +26,11 @@ def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict
                 for unit in profile.memory_units:
                     for mode in profile.scheduler_modes:
                         document: dict[str, Any] = {
-                            "profile": profile.name, "isolation": isolation, "gpuMemoryUnit": unit,
-                            "scheduler": {"mode": mode}, "computeAllocation": "core_mem" in isolation,
+                            "profile": profile.name,
+                            "isolation": isolation,
+                            "gpuMemoryUnit": unit,
+                            "scheduler": {"mode": mode},
+                            "computeAllocation": "core_mem" in isolation,
                         }
                         if version is not None:
                             document["kubernetesVersion"] = version

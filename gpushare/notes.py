@@ -11,9 +11,16 @@ from gpushare import labels
 from gpushare.settings import InstallerSettings
 
 # Jinja with [[ ]] delimiters, so Helm's {{ }} can pass through into NOTES.txt untouched.
-_ENV = jinja2.Environment(variable_start_string="[[", variable_end_string="]]", block_start_string="[%",
-                          block_end_string="%]", trim_blocks=True, lstrip_blocks=True, autoescape=False,
-                          undefined=jinja2.StrictUndefined)
+_ENV = jinja2.Environment(
+    variable_start_string="[[",
+    variable_end_string="]]",
+    block_start_string="[%",
+    block_end_string="%]",
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+    undefined=jinja2.StrictUndefined,
+)
 
 _TEXT = _ENV.from_string(
     """gpushare [[ profile ]] stack: device plugin[% if isolated %], cGPU installer ([[ isolated|join(', ') ]])[% endif %][% if mode != 'managed' %], scheduler extender ([[ mode ]])[% endif %].
@@ -58,15 +65,28 @@ _EXAMPLE = {"1GiB": (2, "2 GiB"), "GiB": (2, "2 GiB"), "128MiB": (16, "16 x 128 
 
 def notes(settings: InstallerSettings) -> str:
     units, meaning = _EXAMPLE[settings.gpu_memory_unit]
-    return _TEXT.render(
-        profile=settings.profile, isolated=settings.isolated_modes, mode=settings.scheduler.mode,
-        isolation=settings.isolation, os_label="=".join(labels.OPEN_SOURCE_NODE_LABEL),
-        schedule_label=labels.SCHEDULE_LABEL, placement_label=labels.PLACEMENT_LABEL, placement=settings.placement,
-        other_placement=next(p for p in labels.PLACEMENTS if p != settings.placement),
-        unit=settings.gpu_memory_unit, scheduler_name=settings.scheduler.name, gpu_mem=labels.GPU_MEM,
-        gpu_core=labels.GPU_CORE, gpu_count=labels.GPU_COUNT, compute=settings.compute_allocation,
-        example_units=units, example_meaning=meaning,
-    ).rstrip() + "\n"
+    return (
+        _TEXT.render(
+            profile=settings.profile,
+            isolated=settings.isolated_modes,
+            mode=settings.scheduler.mode,
+            isolation=settings.isolation,
+            os_label="=".join(labels.OPEN_SOURCE_NODE_LABEL),
+            schedule_label=labels.SCHEDULE_LABEL,
+            placement_label=labels.PLACEMENT_LABEL,
+            placement=settings.placement,
+            other_placement=next(p for p in labels.PLACEMENTS if p != settings.placement),
+            unit=settings.gpu_memory_unit,
+            scheduler_name=settings.scheduler.name,
+            gpu_mem=labels.GPU_MEM,
+            gpu_core=labels.GPU_CORE,
+            gpu_count=labels.GPU_COUNT,
+            compute=settings.compute_allocation,
+            example_units=units,
+            example_meaning=meaning,
+        ).rstrip()
+        + "\n"
+    )
 
 
 __all__ = ["notes"]

@@ -64,7 +64,12 @@ def _kind(annotation: Any) -> tuple[str, tuple[str, ...] | None]:
         return "bool", None
     if annotation is int or (args and all(a is int for a in args)):
         return "int", None
-    if origin is list and args and get_origin(args[0]) is not None and all(isinstance(a, str) for a in get_args(args[0])):
+    if (
+        origin is list
+        and args
+        and get_origin(args[0]) is not None
+        and all(isinstance(a, str) for a in get_args(args[0]))
+    ):
         return "csv", tuple(get_args(args[0]))
     if origin in (list, dict):
         return "yaml", None
@@ -82,12 +87,22 @@ def _walk(model: type[BaseModel], prefix: tuple[str, ...]) -> list[Option]:
             continue
         path = (*prefix, key)
         annotation = info.annotation
-        sub = next((a for a in (annotation, *get_args(annotation)) if isinstance(a, type) and issubclass(a, BaseModel)
-                    and get_origin(annotation) is not list), None)
+        sub = next(
+            (
+                a
+                for a in (annotation, *get_args(annotation))
+                if isinstance(a, type) and issubclass(a, BaseModel) and get_origin(annotation) is not list
+            ),
+            None,
+        )
         if sub is not None:
             result += _walk(sub, path)
             continue
         kind, choices = _kind(annotation)
+        extra = info.json_schema_extra
+        enum = extra.get("enum") if isinstance(extra, dict) else None
+        if isinstance(enum, list):
+            choices = tuple(str(c) for c in enum)
         flag = "-".join(_kebab(p) for p in path)
         result.append(Option(ALIASES.get(flag, flag), path, kind, info.description or "", choices))
     return result

@@ -7,9 +7,10 @@ gpushare scheduler extender and device plugin on any cluster (facts sections 2, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
-ACK = "ack"
-OPEN_SOURCE = "open-source"
+ACK: Final = "ack"
+OPEN_SOURCE: Final = "open-source"
 
 MANAGED = "managed"
 SECONDARY = "secondary"
@@ -53,12 +54,29 @@ ALL_UNITS: tuple[str, ...] = tuple(u for p in PROFILES.values() for u in p.memor
 
 #: Regions where ACK offers compute-power allocation (seed 002).
 COMPUTE_REGIONS: tuple[str, ...] = (
-    "cn-beijing", "cn-shanghai", "cn-hangzhou", "cn-zhangjiakou", "cn-shenzhen", "cn-chengdu", "cn-heyuan",
-    "cn-hongkong", "ap-southeast-5", "ap-southeast-1", "ap-southeast-7", "us-east-1", "us-west-1",
-    "ap-northeast-1", "cn-shanghai-finance-1",
+    "cn-beijing",
+    "cn-shanghai",
+    "cn-hangzhou",
+    "cn-zhangjiakou",
+    "cn-shenzhen",
+    "cn-chengdu",
+    "cn-heyuan",
+    "cn-hongkong",
+    "ap-southeast-5",
+    "ap-southeast-1",
+    "ap-southeast-7",
+    "us-east-1",
+    "us-west-1",
+    "ap-northeast-1",
+    "cn-shanghai-finance-1",
 )
 
 #: cGPU scheduling policies written to /proc/cgpu_km/<gpu>/policy (seed 004).
 CGPU_POLICIES: dict[int, str] = {
-    0: "average", 1: "preemptive", 2: "weighted preemptive", 3: "fixed", 4: "weak", 5: "native (memory isolation only)",
+    0: "average",
+    1: "preemptive",
+    2: "weighted preemptive",
+    3: "fixed",
+    4: "weak",
+    5: "native (memory isolation only)",
 }

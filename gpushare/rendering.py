@@ -67,8 +67,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def build_settings(settings: InstallerSettings | Mapping[str, Any] | None = None, config: str | Path | None = None,
-                   **options: Any) -> InstallerSettings:
+def build_settings(
+    settings: InstallerSettings | Mapping[str, Any] | None = None, config: str | Path | None = None, **options: Any
+) -> InstallerSettings:
     """Settings from a model, a document, a --config file and option overrides (in that order of precedence)."""
     if isinstance(settings, InstallerSettings):
         document: dict[str, Any] = settings.document()
@@ -81,8 +82,14 @@ def build_settings(settings: InstallerSettings | Mapping[str, Any] | None = None
     return load_settings(apply(document, options), where=where)
 
 
-def render(settings: InstallerSettings | Mapping[str, Any] | None = None, *, format: Format = "chart",
-           output: str | Path | None = None, config: str | Path | None = None, **options: Any) -> Rendered:
+def render(
+    settings: InstallerSettings | Mapping[str, Any] | None = None,
+    *,
+    format: Format = "chart",
+    output: str | Path | None = None,
+    config: str | Path | None = None,
+    **options: Any,
+) -> Rendered:
     """Render the installer stack; with `output`, also write it (atomically).
 
     `options` are the CLI flags in Python spelling (`kube_version="1.22"`, `profile="open-source"`).
@@ -94,8 +101,12 @@ def render(settings: InstallerSettings | Mapping[str, Any] | None = None, *, for
     warnings = [f for f in rules.enforce(model) if f.rule.severity == "warning"]
     stack = Stack(model)
     if model.scheduler.mode != profiles.MANAGED and model.version is None and format == "manifests":
-        raise InputError("kubernetesVersion", None, "a version (1.20-1.28 or v1.X.Y) for manifests with scheduler "
-                         f"mode {model.scheduler.mode}; only a chart can adapt at install time")
+        raise InputError(
+            "kubernetesVersion",
+            None,
+            "a version (1.20-1.28 or v1.X.Y) for manifests with scheduler "
+            f"mode {model.scheduler.mode}; only a chart can adapt at install time",
+        )
     objects = stack.objects()
     if format == "chart":
         files = chart_files(stack)
@@ -104,8 +115,11 @@ def render(settings: InstallerSettings | Mapping[str, Any] | None = None, *, for
     rendered = Rendered(format, model, files, objects, warnings, notes(model))
     if output is not None:
         if format == "manifests" and rendered.is_tree and str(output) == "-":
-            raise InputError("--output", "-", "a directory in control-plane mode (manifests.yaml and control-plane/ "
-                             "are written there)")
+            raise InputError(
+                "--output",
+                "-",
+                "a directory in control-plane mode (manifests.yaml and control-plane/ are written there)",
+            )
         if str(output) != "-":
             rendered.write(output)
     return rendered

@@ -96,8 +96,11 @@ def _config_api_served(s: InstallerSettings) -> Iterable[Offence]:
     if s.scheduler.mode == profiles.MANAGED or s.scheduler.config_api == "auto":
         return
     if version is None:
-        yield ("scheduler.configApi", s.scheduler.config_api,
-               "auto when kubernetesVersion is unset (the chart then picks the API from the cluster's version)")
+        yield (
+            "scheduler.configApi",
+            s.scheduler.config_api,
+            "auto when kubernetesVersion is unset (the chart then picks the API from the cluster's version)",
+        )
         return
     try:
         versions.choose_api(s.scheduler.config_api, version.minor)
@@ -108,9 +111,14 @@ def _config_api_served(s: InstallerSettings) -> Iterable[Offence]:
 def _config_api_deprecated(s: InstallerSettings) -> Iterable[Offence]:
     version = s.version
     api = s.scheduler.config_api
-    if s.scheduler.mode != profiles.MANAGED and version is not None and api != "auto":
-        if api in versions.served_apis(version.minor) and versions.is_deprecated(api, version.minor):
-            yield "scheduler.configApi", api, f"{versions.default_api(version.minor)} (not deprecated in 1.{version.minor})"
+    if s.scheduler.mode == profiles.MANAGED or version is None or api == "auto":
+        return
+    if api in versions.served_apis(version.minor) and versions.is_deprecated(api, version.minor):
+        yield (
+            "scheduler.configApi",
+            api,
+            f"{versions.default_api(version.minor)} (not deprecated in 1.{version.minor})",
+        )
 
 
 def _config_api_managed(s: InstallerSettings) -> Iterable[Offence]:
@@ -130,40 +138,126 @@ def _small_unit_autoscaling(s: InstallerSettings) -> Iterable[Offence]:
 
 def _control_plane_version(s: InstallerSettings) -> Iterable[Offence]:
     if s.scheduler.mode == profiles.CONTROL_PLANE and s.version is None:
-        yield ("kubernetesVersion", None,
-               "the control plane's version (1.20-1.28 or v1.X.Y): control-plane files are written for one version")
+        yield (
+            "kubernetesVersion",
+            None,
+            "the control plane's version (1.20-1.28 or v1.X.Y): control-plane files are written for one version",
+        )
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("GS101", "error", "GPU memory unit must be one the profile supports",
-         "Use 1GiB or 128MiB with profile ack, GiB or MiB with open-source.", "seed 000; upstream-plugin", _unit),
-    Rule("GS102", "error", "Isolation modes must be ones the profile supports",
-         "The open-source device plugin shares without isolation: use isolation [share].", "seed 001; facts 5",
-         _isolation),
-    Rule("GS103", "error", "Scheduler mode must be one the profile supports",
-         "managed needs ACK Pro; elsewhere use secondary or control-plane.", "facts 6", _scheduler_mode),
-    Rule("GS104", "error", "Compute allocation needs the ack profile",
-         "Drop computeAllocation or use profile ack on ACK Pro.", "seed 002", _compute_profile),
-    Rule("GS105", "error", "Compute allocation and core_mem nodes go together",
-         "Set computeAllocation: true together with isolation core_mem.", "seed 002", _compute_core_mem),
-    Rule("GS106", "error", "Compute allocation needs ACK Pro's managed scheduler",
-         "Use scheduler.mode managed on ACK Pro.", "seed 002", _compute_managed),
-    Rule("GS107", "error", "Compute allocation is offered in some regions only",
-         "Use a cluster in a listed region or disable computeAllocation.", "seed 002", _compute_region),
-    Rule("GS108", "warning", "Region unknown: compute-allocation support not checked",
-         "Pass --region so the region list can be checked.", "seed 002", _compute_region_unknown),
-    Rule("GS109", "error", "Scheduler configuration API must be served by the target Kubernetes minor",
-         "Use --scheduler-config-api auto, or one the minor serves.", "facts 6", _config_api_served),
-    Rule("GS110", "warning", "Scheduler configuration API is deprecated in the target minor",
-         "Use the minor's newest API (auto).", "facts 6", _config_api_deprecated),
-    Rule("GS111", "warning", "Scheduler configuration API is ignored in managed mode",
-         "Leave scheduler.configApi at auto.", "facts 6", _config_api_managed),
-    Rule("GS112", "warning", "128MiB units on cgpu nodes still cap a GPU at 16 pods",
-         "Serve share nodes for fine-grained units, or plan for 16 pods per GPU.", "seed 000", _small_unit_cgpu),
-    Rule("GS113", "warning", "Node autoscaling does not scale out for 128MiB requests",
-         "Keep 1GiB units in autoscaled node pools.", "seed 000", _small_unit_autoscaling),
-    Rule("GS114", "error", "control-plane mode needs the control plane's Kubernetes version",
-         "Pass --kube-version with the version kubeadm runs.", "facts 6", _control_plane_version),
+    Rule(
+        "GS101",
+        "error",
+        "GPU memory unit must be one the profile supports",
+        "Use 1GiB or 128MiB with profile ack, GiB or MiB with open-source.",
+        "seed 000; upstream-plugin",
+        _unit,
+    ),
+    Rule(
+        "GS102",
+        "error",
+        "Isolation modes must be ones the profile supports",
+        "The open-source device plugin shares without isolation: use isolation [share].",
+        "seed 001; facts 5",
+        _isolation,
+    ),
+    Rule(
+        "GS103",
+        "error",
+        "Scheduler mode must be one the profile supports",
+        "managed needs ACK Pro; elsewhere use secondary or control-plane.",
+        "facts 6",
+        _scheduler_mode,
+    ),
+    Rule(
+        "GS104",
+        "error",
+        "Compute allocation needs the ack profile",
+        "Drop computeAllocation or use profile ack on ACK Pro.",
+        "seed 002",
+        _compute_profile,
+    ),
+    Rule(
+        "GS105",
+        "error",
+        "Compute allocation and core_mem nodes go together",
+        "Set computeAllocation: true together with isolation core_mem.",
+        "seed 002",
+        _compute_core_mem,
+    ),
+    Rule(
+        "GS106",
+        "error",
+        "Compute allocation needs ACK Pro's managed scheduler",
+        "Use scheduler.mode managed on ACK Pro.",
+        "seed 002",
+        _compute_managed,
+    ),
+    Rule(
+        "GS107",
+        "error",
+        "Compute allocation is offered in some regions only",
+        "Use a cluster in a listed region or disable computeAllocation.",
+        "seed 002",
+        _compute_region,
+    ),
+    Rule(
+        "GS108",
+        "warning",
+        "Region unknown: compute-allocation support not checked",
+        "Pass --region so the region list can be checked.",
+        "seed 002",
+        _compute_region_unknown,
+    ),
+    Rule(
+        "GS109",
+        "error",
+        "Scheduler configuration API must be served by the target Kubernetes minor",
+        "Use --scheduler-config-api auto, or one the minor serves.",
+        "facts 6",
+        _config_api_served,
+    ),
+    Rule(
+        "GS110",
+        "warning",
+        "Scheduler configuration API is deprecated in the target minor",
+        "Use the minor's newest API (auto).",
+        "facts 6",
+        _config_api_deprecated,
+    ),
+    Rule(
+        "GS111",
+        "warning",
+        "Scheduler configuration API is ignored in managed mode",
+        "Leave scheduler.configApi at auto.",
+        "facts 6",
+        _config_api_managed,
+    ),
+    Rule(
+        "GS112",
+        "warning",
+        "128MiB units on cgpu nodes still cap a GPU at 16 pods",
+        "Serve share nodes for fine-grained units, or plan for 16 pods per GPU.",
+        "seed 000",
+        _small_unit_cgpu,
+    ),
+    Rule(
+        "GS113",
+        "warning",
+        "Node autoscaling does not scale out for 128MiB requests",
+        "Keep 1GiB units in autoscaled node pools.",
+        "seed 000",
+        _small_unit_autoscaling,
+    ),
+    Rule(
+        "GS114",
+        "error",
+        "control-plane mode needs the control plane's Kubernetes version",
+        "Pass --kube-version with the version kubeadm runs.",
+        "facts 6",
+        _control_plane_version,
+    ),
 )
 
 

@@ -19,8 +19,10 @@ CONFIG_DIR = "/etc/gpushare"
 CONFIG_FILE = {"yaml": "scheduler-config.yaml", "json": "scheduler-policy.json"}
 #: kubeadm's paths on control-plane nodes.
 KUBEADM_SCHEDULER_CONF = "/etc/kubernetes/scheduler.conf"
-CONTROL_PLANE_FILE = {"yaml": "/etc/kubernetes/gpushare-scheduler-config.yaml",
-                      "json": "/etc/kubernetes/gpushare-scheduler-policy.json"}
+CONTROL_PLANE_FILE = {
+    "yaml": "/etc/kubernetes/gpushare-scheduler-config.yaml",
+    "json": "/etc/kubernetes/gpushare-scheduler-policy.json",
+}
 
 
 def file_kind(api: str) -> str:
@@ -29,15 +31,20 @@ def file_kind(api: str) -> str:
 
 def extender_url(ctx: Context) -> Expr:
     port = ctx.v("extender.port")
-    return Expr('printf "http://127.0.0.1:%v/gpushare-scheduler" .Values.extender.port',
-                f"http://127.0.0.1:{port.value}/gpushare-scheduler")
+    return Expr(
+        'printf "http://127.0.0.1:%v/gpushare-scheduler" .Values.extender.port',
+        f"http://127.0.0.1:{port.value}/gpushare-scheduler",
+    )
 
 
 def extender_stanza(ctx: Context, api: str) -> dict[str, Any]:
     seconds = ctx.v("extender.httpTimeoutSeconds")
     policy = api == POLICY
-    timeout = (Expr("mul .Values.extender.httpTimeoutSeconds 1000000000", seconds.value * 10**9) if policy
-               else Expr('printf "%vs" .Values.extender.httpTimeoutSeconds', f"{seconds.value}s"))
+    timeout = (
+        Expr("mul .Values.extender.httpTimeoutSeconds 1000000000", seconds.value * 10**9)
+        if policy
+        else Expr('printf "%vs" .Values.extender.httpTimeoutSeconds', f"{seconds.value}s")
+    )
     return {
         "urlPrefix": extender_url(ctx),
         "filterVerb": "filter",
@@ -60,8 +67,12 @@ def configuration(ctx: Context, api: str, control_plane: bool) -> dict[str, Any]
         config["leaderElection"] = {"leaderElect": True}
     else:
         name = ctx.v("scheduler.name")
-        config["leaderElection"] = {"leaderElect": True, "resourceLock": "leases", "resourceName": name,
-                                    "resourceNamespace": ctx.namespace}
+        config["leaderElection"] = {
+            "leaderElect": True,
+            "resourceLock": "leases",
+            "resourceName": name,
+            "resourceNamespace": ctx.namespace,
+        }
         config["profiles"] = [{"schedulerName": name}]
     config["enableProfiling"] = False
     config["extenders"] = [extender_stanza(ctx, api)]

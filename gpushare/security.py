@@ -10,21 +10,40 @@ _KMOD = "loads the cGPU kernel module and writes /proc/cgpu_km: this needs a pri
 
 EXCEPTIONS: dict[str, dict[str, str]] = {
     "device-plugin": {
-        "CKV_K8S_23": _ROOT, "CKV_K8S_40": _ROOT, "CKV_K8S_38": _API, "CKV_K8S_8": _NO_HTTP, "CKV_K8S_9": _NO_HTTP,
+        "CKV_K8S_23": _ROOT,
+        "CKV_K8S_40": _ROOT,
+        "CKV_K8S_38": _API,
+        "CKV_K8S_8": _NO_HTTP,
+        "CKV_K8S_9": _NO_HTTP,
     },
     "scheduler": {
         "CKV_K8S_38": _API,
-        "CKV_K8S_115": "kubelet probes reach the pod IP, so it binds all pod addresses; a NetworkPolicy admits no ingress",
+        "CKV_K8S_115": "kubelet probes reach the pod IP, so it binds all pod addresses; a NetworkPolicy admits "
+        "no ingress",
         "CKV_K8S_114": "profiling is off in the configuration file (enableProfiling: false); checkov reads flags only",
     },
     "cgpu-installer": {
-        **{check: _KMOD for check in ("CKV_K8S_16", "CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_28",
-                                      "CKV_K8S_31", "CKV_K8S_37", "CKV_K8S_40")},
-        "CKV_K8S_8": _NO_HTTP, "CKV_K8S_9": _NO_HTTP,
+        **{
+            check: _KMOD
+            for check in (
+                "CKV_K8S_16",
+                "CKV_K8S_20",
+                "CKV_K8S_22",
+                "CKV_K8S_23",
+                "CKV_K8S_28",
+                "CKV_K8S_31",
+                "CKV_K8S_37",
+                "CKV_K8S_40",
+            )
+        },
+        "CKV_K8S_8": _NO_HTTP,
+        "CKV_K8S_9": _NO_HTTP,
     },
 }
 
 
-def annotations(component: str) -> dict[str, str]:
-    return {f"checkov.io/skip{i}": f"{check}={reason}"
-            for i, (check, reason) in enumerate(sorted(EXCEPTIONS.get(component, {}).items()), start=1)}
+def skip_annotations(component: str) -> dict[str, str]:
+    return {
+        f"checkov.io/skip{i}": f"{check}={reason}"
+        for i, (check, reason) in enumerate(sorted(EXCEPTIONS.get(component, {}).items()), start=1)
+    }

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from gpushare import labels, profiles
 from gpushare.errors import InputError
 from gpushare.versions import CONFIG_APIS, KubeVersion, parse_kube_version
 
-API_VERSION = "gpushare.io/v1alpha1"
-KIND = "InstallerSettings"
+API_VERSION: Final = "gpushare.io/v1alpha1"
+KIND: Final = "InstallerSettings"
+IsolationMode = Literal["share", "cgpu", "core_mem"]
 
 
 class _Model(BaseModel):
@@ -31,11 +32,19 @@ class _Model(BaseModel):
 class Image(_Model):
     """A container image; a digest, when set, pins it and wins over the tag."""
 
-    repository: str = Field(description="Image repository, without tag.", min_length=1, pattern=r"^[^\s:@]+(:\d+)?(/[^\s:@]+)*$")
-    tag: str = Field("", description="Image tag. Empty for the kube-scheduler image means: the cluster's own version.",
-                     pattern=r"^[\w][\w.-]{0,127}$|^$")
-    digest: str | None = Field(None, description="Optional digest (sha256:...); when set the image is pulled by digest.",
-                               pattern=r"^sha256:[0-9a-f]{64}$")
+    repository: str = Field(
+        description="Image repository, without tag.", min_length=1, pattern=r"^[^\s:@]+(:\d+)?(/[^\s:@]+)*$"
+    )
+    tag: str = Field(
+        "",
+        description="Image tag. Empty for the kube-scheduler image means: the cluster's own version.",
+        pattern=r"^[\w][\w.-]{0,127}$|^$",
+    )
+    digest: str | None = Field(
+        None,
+        description="Optional digest (sha256:...); when set the image is pulled by digest.",
+        pattern=r"^sha256:[0-9a-f]{64}$",
+    )
     pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent", description="imagePullPolicy.")
 
 
@@ -81,20 +90,37 @@ class SchedulerSettings(Component):
         "schedulerName and the extender as a sidecar on 127.0.0.1) or control-plane (files to change a kubeadm "
         "cluster's kube-scheduler static pod). Default: managed for ack, secondary for open-source."
     )
-    config_api: Literal["auto", *CONFIG_APIS] = Field(  # type: ignore[valid-type]
-        "auto", description="kube-scheduler configuration API: auto (the newest the Kubernetes minor serves), "
-        "policy (legacy Policy JSON, 1.20-1.22), v1beta1, v1beta2, v1beta3 or v1."
+    config_api: str = Field(
+        "auto",
+        description="kube-scheduler configuration API: auto (the newest the Kubernetes minor serves), "
+        "policy (legacy Policy JSON, 1.20-1.22), v1beta1, v1beta2, v1beta3 or v1.",
+        json_schema_extra={"enum": ["auto", *CONFIG_APIS]},
     )
-    name: str = Field("gpushare-scheduler", description="schedulerName of the secondary scheduler; pods opt in with "
-                      "spec.schedulerName.", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    name: str = Field(
+        "gpushare-scheduler",
+        description="schedulerName of the secondary scheduler; pods opt in with spec.schedulerName.",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+    )
     replicas: int = Field(1, ge=1, le=5, description="Secondary scheduler replicas (leader election keeps one active).")
+
+    @field_validator("config_api")
+    @classmethod
+    def _known_api(cls, value: str) -> str:
+        if value not in ("auto", *CONFIG_APIS):
+            raise ValueError(f"one of auto, {', '.join(CONFIG_APIS)}")
+        return value
 
 
 class ExtenderSettings(ContainerSettings):
     """The gpushare scheduler extender (upstream-extender HTTP API), run beside the kube-scheduler it serves."""
 
-    port: int = Field(12345, ge=1024, le=65535, description="Port the extender listens on (env PORT); the scheduler "
-                      "reaches it on 127.0.0.1.")
+    port: int = Field(
+        12345,
+        ge=1024,
+        le=65535,
+        description="Port the extender listens on (env PORT); the scheduler reaches it on 127.0.0.1.",
+    )
     log_level: Literal["debug", "info", "warn", "error"] = Field("info", description="Extender LOG_LEVEL.")
     http_timeout_seconds: int = Field(30, ge=1, le=600, description="Scheduler-side timeout of one extender call.")
 
@@ -106,8 +132,13 @@ class DevicePluginSettings(Component):
 class CgpuSettings(Component):
     """The cGPU installer DaemonSet, run on `cgpu` and `core_mem` nodes."""
 
-    policy: int = Field(1, ge=0, le=5, description="cGPU scheduling policy: 0 average, 1 preemptive, 2 weighted "
-                        "preemptive, 3 fixed, 4 weak, 5 native (memory isolation only). One policy per cluster.")
+    policy: int = Field(
+        1,
+        ge=0,
+        le=5,
+        description="cGPU scheduling policy: 0 average, 1 preemptive, 2 weighted "
+        "preemptive, 3 fixed, 4 weak, 5 native (memory isolation only). One policy per cluster.",
+    )
 
 
 class InstallerSettings(_Model):
@@ -116,30 +147,49 @@ class InstallerSettings(_Model):
     api_version: Literal["gpushare.io/v1alpha1"] = Field(API_VERSION, description="Settings document version.")
     kind: Literal["InstallerSettings"] = Field(KIND, description="Settings document kind.")
     kubernetes_version: str | None = Field(
-        None, description="Target Kubernetes: a minor 1.20-1.28 or a full v1.X.Y. Unset: a chart that picks the "
-        "scheduler configuration from the cluster's version at install time."
+        None,
+        description="Target Kubernetes: a minor 1.20-1.28 or a full v1.X.Y. Unset: a chart that picks the "
+        "scheduler configuration from the cluster's version at install time.",
     )
     profile: Literal["ack", "open-source"] = Field(
-        profiles.ACK, description="ack: ACK Pro components and rules; open-source: upstream gpushare extender and "
-        "device plugin on any cluster."
+        profiles.ACK,
+        description="ack: ACK Pro components and rules; open-source: upstream gpushare extender and "
+        "device plugin on any cluster.",
     )
-    gpu_memory_unit: str = Field(description="Unit of aliyun.com/gpu-mem: 1GiB or 128MiB (ack), GiB or MiB "
-                                 "(open-source). Default: 1GiB for ack, GiB for open-source.")
-    isolation: list[Literal["share", "cgpu", "core_mem"]] = Field(
-        default_factory=lambda: ["share"], min_length=1, description="Node modes (ack.node.gpu.schedule) to serve: "
-        "share (no isolation), cgpu (memory isolation), core_mem (memory and compute isolation)."
+    gpu_memory_unit: str = Field(
+        description="Unit of aliyun.com/gpu-mem: 1GiB or 128MiB (ack), GiB or MiB "
+        "(open-source). Default: 1GiB for ack, GiB for open-source."
     )
-    placement: Literal["binpack", "spread"] = Field("binpack", description="Default GPU placement; a node's "
-                                                    "ack.node.gpu.placement label overrides it.")
-    compute_allocation: bool = Field(False, description="Allocate compute (aliyun.com/gpu-core.percentage); ACK Pro "
-                                     "with core_mem nodes only.")
-    region: str | None = Field(None, description="Alibaba Cloud region ID, e.g. cn-beijing; picks the image "
-                               "registry and is checked against the compute-allocation region list.",
-                               pattern=r"^[a-z]{2}-[a-z0-9-]+$")
-    namespace: str = Field("kube-system", description="Namespace of the installed objects.",
-                           pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
-    release_name: str = Field("gpushare", description="Helm release name (app.kubernetes.io/instance label).",
-                              pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=53)
+    isolation: list[IsolationMode] = Field(
+        default_factory=lambda: list[IsolationMode](["share"]),
+        min_length=1,
+        description="Node modes (ack.node.gpu.schedule) to serve: "
+        "share (no isolation), cgpu (memory isolation), core_mem (memory and compute isolation).",
+    )
+    placement: Literal["binpack", "spread"] = Field(
+        "binpack", description="Default GPU placement; a node's ack.node.gpu.placement label overrides it."
+    )
+    compute_allocation: bool = Field(
+        False, description="Allocate compute (aliyun.com/gpu-core.percentage); ACK Pro with core_mem nodes only."
+    )
+    region: str | None = Field(
+        None,
+        description="Alibaba Cloud region ID, e.g. cn-beijing; picks the image "
+        "registry and is checked against the compute-allocation region list.",
+        pattern=r"^[a-z]{2}-[a-z0-9-]+$",
+    )
+    namespace: str = Field(
+        "kube-system",
+        description="Namespace of the installed objects.",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+    )
+    release_name: str = Field(
+        "gpushare",
+        description="Helm release name (app.kubernetes.io/instance label).",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=53,
+    )
     scheduler: SchedulerSettings = Field(description="kube-scheduler integration.")
     extender: ExtenderSettings = Field(description="Scheduler extender (secondary and control-plane modes).")
     device_plugin: DevicePluginSettings = Field(description="Device plugin.")
@@ -161,8 +211,11 @@ class InstallerSettings(_Model):
         for key, snake, image in (
             ("scheduler", "scheduler", {"repository": "registry.k8s.io/kube-scheduler", "tag": ""}),
             ("extender", "extender", {"repository": f"{registry}/k8s-gpushare-schd-extender", "tag": "1.11-d170d8a"}),
-            ("devicePlugin", "device_plugin",
-             {"repository": f"{registry}/k8s-gpushare-plugin", "tag": "v2-1.11-aff8a23"}),
+            (
+                "devicePlugin",
+                "device_plugin",
+                {"repository": f"{registry}/k8s-gpushare-plugin", "tag": "v2-1.11-aff8a23"},
+            ),
             ("cgpu", "cgpu", {"repository": f"{registry}/cgpu-installer", "tag": "1.5.20"}),
         ):
             section = data.pop(snake, None) if snake != key and snake in data else data.get(key)
@@ -208,7 +261,7 @@ def _registry(profile: str, region: Any) -> str:
     return "registry.cn-hangzhou.aliyuncs.com/acs"
 
 
-def _describe_allowed(error: dict[str, Any]) -> str:
+def _describe_allowed(error: Any) -> str:
     ctx = error.get("ctx") or {}
     if "expected" in ctx:
         return f"one of {ctx['expected']}"
@@ -264,8 +317,11 @@ def _settings_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://gpushare.io/schemas/installer-settings.schema.json"
     # Profile-dependent defaults are filled before validation, so these may be omitted from a document.
-    schema["required"] = [r for r in schema.get("required", []) if r not in {"gpuMemoryUnit", "scheduler", "extender",
-                                                                            "devicePlugin", "cgpu"}]
+    schema["required"] = [
+        r
+        for r in schema.get("required", [])
+        if r not in {"gpuMemoryUnit", "scheduler", "extender", "devicePlugin", "cgpu"}
+    ]
     for name in ("SchedulerSettings", "ExtenderSettings", "DevicePluginSettings", "CgpuSettings"):
         definition = schema["$defs"][name]
         definition["required"] = [r for r in definition.get("required", []) if r not in {"image", "mode"}]

@@ -47,7 +47,9 @@ class Stack:
         control_plane = self.mode == profiles.CONTROL_PLANE
         version = self.settings.version
         if version is not None:
-            choices = {versions.choose_api(self.settings.scheduler.config_api, version.minor): (version.minor,)}
+            choices: dict[str, tuple[int, ...]] = {
+                versions.choose_api(self.settings.scheduler.config_api, version.minor): (version.minor,)
+            }
         else:
             choices = {}
             for minor in versions.MINORS:
@@ -76,7 +78,8 @@ class Stack:
         if self.mode == profiles.SECONDARY:
             config = self.config
             files["scheduler/scheduler.yaml"] = scheduler.secondary_objects(
-                ctx, config.api if config else None, config.text if config else None)
+                ctx, config.api if config else None, config.text if config else None
+            )
         elif self.mode == profiles.CONTROL_PLANE:
             files["scheduler/extender-rbac.yaml"] = scheduler.control_plane_objects(ctx)
         return files
@@ -89,12 +92,42 @@ class Stack:
 
 #: Helm's install order of kinds (helm/pkg/releaseutil/kind_sorter.go), so `kubectl apply` meets dependencies first.
 INSTALL_ORDER = (
-    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
-    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass", "PersistentVolume",
-    "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding",
-    "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service", "DaemonSet", "Pod",
-    "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob",
-    "IngressClass", "Ingress", "APIService",
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
 )
 
 

@@ -96,8 +96,7 @@ def choose_api(requested: str, minor: int, field: str = "scheduler.configApi") -
         raise InputError(
             field,
             requested,
-            f"an API Kubernetes 1.{minor} serves: {', '.join(served)} "
-            f"({requested} is served by 1.{low}-1.{high} only)",
+            f"an API Kubernetes 1.{minor} serves: {', '.join(served)} ({requested} is served by 1.{low}-1.{high} only)",
         )
     return requested
 

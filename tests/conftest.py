@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from toolchain import HELM, ToolUnavailable  # noqa: E402
+from toolchain import HELM, ToolUnavailable
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -33,12 +33,19 @@ def helm() -> Path:
     return need_tool(HELM)
 
 
-def helm_template(helm: Path, chart: Path, kube_version: str, namespace: str = "kube-system",
-                  release: str = "gpushare", extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def helm_template(
+    helm: Path,
+    chart: Path,
+    kube_version: str,
+    namespace: str = "kube-system",
+    release: str = "gpushare",
+    extra: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
     """Objects `helm template` renders from `chart` for a cluster of `kube_version`."""
     result = subprocess.run(
         [str(helm), "template", release, str(chart), "-n", namespace, "--kube-version", kube_version, *extra],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
         raise AssertionError(f"helm template failed for {kube_version}:\n{result.stderr}")

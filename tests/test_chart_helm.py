@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from gpushare import render
 from gpushare.matrix import combos
 from gpushare.settings import load_settings
-from gpushare.versions import MINORS, parse_kube_version
+from gpushare.versions import MINORS, parse_kube_version, served_apis
 
 SCHEDULER_SCHEMAS = {
     p.name.split(".")[0]: Draft202012Validator(json.loads(p.read_text()))
@@ -28,8 +28,15 @@ pytestmark = pytest.mark.helm
 
 
 def _id(doc: dict[str, Any]) -> str:
-    return "-".join([doc.get("kubernetesVersion", "any"), doc["profile"], "+".join(doc["isolation"]),
-                     doc["gpuMemoryUnit"], doc["scheduler"]["mode"]])
+    return "-".join(
+        [
+            doc.get("kubernetesVersion", "any"),
+            doc["profile"],
+            "+".join(doc["isolation"]),
+            doc["gpuMemoryUnit"],
+            doc["scheduler"]["mode"],
+        ]
+    )
 
 
 _VALID: set[tuple[int, str]] = set()
@@ -59,8 +66,9 @@ def validate_scheduler_config(name: str, text: str) -> None:
 
 
 def lint(helm: Path, chart: Path, kube_version: str) -> None:
-    result = subprocess.run([str(helm), "lint", "--strict", str(chart), "--kube-version", kube_version],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [str(helm), "lint", "--strict", str(chart), "--kube-version", kube_version], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -94,8 +102,7 @@ def test_universal_chart_adapts_to_every_minor(helm: Path, tmp_path: Path, doc: 
 
 
 @pytest.mark.parametrize("mode", ["secondary", "control-plane"])
-@pytest.mark.parametrize(("minor", "api"), [(m, a) for m in MINORS for a in ("policy", "v1beta1", "v1beta2", "v1beta3", "v1")
-                                            if a in __import__("gpushare.versions").versions.served_apis(m)])
+@pytest.mark.parametrize(("minor", "api"), [(m, a) for m in MINORS for a in served_apis(m)])
 def test_every_served_config_api(helm: Path, tmp_path: Path, minor: int, api: str, mode: str) -> None:
     doc = {"profile": "open-source", "kubernetesVersion": f"1.{minor}", "scheduler": {"mode": mode, "configApi": api}}
     chart = tmp_path / "chart"
@@ -116,28 +123,51 @@ def test_values_override_reaches_the_objects(helm: Path, tmp_path: Path) -> None
     doc = {"profile": "open-source", "kubernetesVersion": "1.26"}
     render(doc, format="chart", output=tmp_path / "c")
     digest = "sha256:" + "a" * 64
-    objects = helm_template(helm, tmp_path / "c", "v1.26.15", extra=(
-        "--set", "extender.port=23456", "--set", f"devicePlugin.image.digest={digest}", "--set", "gpuMemoryUnit=MiB"))
+    objects = helm_template(
+        helm,
+        tmp_path / "c",
+        "v1.26.15",
+        extra=(
+            "--set",
+            "extender.port=23456",
+            "--set",
+            f"devicePlugin.image.digest={digest}",
+            "--set",
+            "gpuMemoryUnit=MiB",
+        ),
+    )
     config = next(o for o in objects if o["kind"] == "ConfigMap")
     assert "http://127.0.0.1:23456/gpushare-scheduler" in config["data"]["scheduler-config.yaml"]
     plugin = next(o for o in objects if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]["containers"][0]
     assert plugin["image"].endswith("@" + digest)
     assert "--memory-unit=MiB" in plugin["command"]
-    expected = render({**doc, "extender": {"port": 23456}, "gpuMemoryUnit": "MiB",
-                       "devicePlugin": {"image": {**load_settings(doc).device_plugin.image.model_dump(by_alias=True),
-                                                  "digest": digest}}}, format="manifests").objects
+    expected = render(
+        {
+            **doc,
+            "extender": {"port": 23456},
+            "gpuMemoryUnit": "MiB",
+            "devicePlugin": {
+                "image": {**load_settings(doc).device_plugin.image.model_dump(by_alias=True), "digest": digest}
+            },
+        },
+        format="manifests",
+    ).objects
     assert by_key(objects) == by_key(expected)
 
 
 def test_values_schema_refuses_a_unit_of_the_other_profile(helm: Path, tmp_path: Path) -> None:
     render({"profile": "open-source", "kubernetesVersion": "1.26"}, format="chart", output=tmp_path / "c")
-    result = subprocess.run([str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.26",
-                             "--set", "gpuMemoryUnit=128MiB"], capture_output=True, text=True)
+    result = subprocess.run(
+        [str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.26", "--set", "gpuMemoryUnit=128MiB"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0 and "gpuMemoryUnit" in result.stderr
 
 
 def test_chart_refuses_a_cluster_outside_its_minor(helm: Path, tmp_path: Path) -> None:
     render({"kubernetesVersion": "1.24", "profile": "open-source"}, format="chart", output=tmp_path / "c")
-    result = subprocess.run([str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.25.0"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.25.0"], capture_output=True, text=True
+    )
     assert result.returncode != 0 and "kubeVersion" in result.stderr

@@ -15,8 +15,13 @@ from gpushare.cli import main
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpushare", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    return subprocess.run(
+        [sys.executable, "-m", "gpushare", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
 
 
 def test_defaults_write_the_chart_in_the_current_directory(tmp_path: Path) -> None:
@@ -48,10 +53,14 @@ def test_manifests_to_stdout_with_flags() -> None:
         (["--profile", "open-source", "--gpu-memory-unit", "128MiB"], "gpuMemoryUnit"),
         (["--profile", "open-source", "--compute-allocation"], "computeAllocation"),
         (["--profile", "open-source", "--isolation", "cgpu"], "isolation"),
-        (["--kube-version", "1.28", "--scheduler-mode", "secondary", "--scheduler-config-api", "v1beta2"],
-         "scheduler.configApi"),
-        (["--kube-version", "1.23", "--scheduler-mode", "secondary", "--scheduler-config-api", "policy"],
-         "scheduler.configApi"),
+        (
+            ["--kube-version", "1.28", "--scheduler-mode", "secondary", "--scheduler-config-api", "v1beta2"],
+            "scheduler.configApi",
+        ),
+        (
+            ["--kube-version", "1.23", "--scheduler-mode", "secondary", "--scheduler-config-api", "policy"],
+            "scheduler.configApi",
+        ),
         (["--isolation", "core_mem", "--compute-allocation", "--region", "eu-central-1"], "region"),
         (["--scheduler-mode", "control-plane"], "kubernetesVersion"),
         (["--extender-port", "80"], "extender.port"),
@@ -89,9 +98,17 @@ def test_unreadable_yaml_names_the_line(tmp_path: Path) -> None:
 
 def test_flags_override_config(tmp_path: Path) -> None:
     config = tmp_path / "s.yaml"
-    config.write_text(yaml.safe_dump({"apiVersion": "gpushare.io/v1alpha1", "kind": "InstallerSettings",
-                                      "profile": "open-source", "kubernetesVersion": "1.20",
-                                      "extender": {"port": 20000}}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "gpushare.io/v1alpha1",
+                "kind": "InstallerSettings",
+                "profile": "open-source",
+                "kubernetesVersion": "1.20",
+                "extender": {"port": 20000},
+            }
+        )
+    )
     result = run("render", "--config", str(config), "--kube-version", "1.25", "--format", "manifests", "--json")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
@@ -113,8 +130,24 @@ def test_rerender_replaces_the_directory_whole(tmp_path: Path) -> None:
 
 def test_control_plane_files(tmp_path: Path) -> None:
     out = tmp_path / "cp"
-    assert main(["render", "--format", "manifests", "--profile", "open-source", "--scheduler-mode", "control-plane",
-                 "--kube-version", "v1.21.4", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "render",
+                "--format",
+                "manifests",
+                "--profile",
+                "open-source",
+                "--scheduler-mode",
+                "control-plane",
+                "--kube-version",
+                "v1.21.4",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     patch = yaml.safe_load((out / "control-plane" / "patches" / "kube-scheduler+strategic.yaml").read_text())
     scheduler, extender = patch["spec"]["containers"]
     assert "--config=/etc/kubernetes/gpushare-scheduler-config.yaml" in scheduler["command"]
@@ -122,12 +155,30 @@ def test_control_plane_files(tmp_path: Path) -> None:
     config = yaml.safe_load((out / "control-plane" / "gpushare-scheduler-config.yaml").read_text())
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1beta1"
     assert config["extenders"][0]["urlPrefix"] == "http://127.0.0.1:12345/gpushare-scheduler"
-    binding = next(d for d in yaml.safe_load_all((out / "manifests.yaml").read_text()) if d and
-                   d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "gpushare-schd-extender")
-    assert binding["subjects"] == [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io",
-                                    "name": "system:kube-scheduler"}]
-    assert main(["render", "--format", "manifests", "--profile", "open-source", "--scheduler-mode", "control-plane",
-                 "--kube-version", "1.21"]) == 2  # stdout cannot hold a directory
+    binding = next(
+        d
+        for d in yaml.safe_load_all((out / "manifests.yaml").read_text())
+        if d and d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "gpushare-schd-extender"
+    )
+    assert binding["subjects"] == [
+        {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "system:kube-scheduler"}
+    ]
+    assert (
+        main(
+            [
+                "render",
+                "--format",
+                "manifests",
+                "--profile",
+                "open-source",
+                "--scheduler-mode",
+                "control-plane",
+                "--kube-version",
+                "1.21",
+            ]
+        )
+        == 2
+    )  # stdout cannot hold a directory
 
 
 def test_python_api_same_options() -> None:

@@ -19,10 +19,20 @@ def test_generated_files_in_sync() -> None:
 
 def test_settings_schema_agrees_with_the_model() -> None:
     validator = Draft202012Validator(json.loads(SETTINGS_SCHEMA.read_text()))
-    good = {"apiVersion": "gpushare.io/v1alpha1", "kind": "InstallerSettings", "profile": "open-source",
-            "kubernetesVersion": "1.22", "scheduler": {"mode": "secondary", "replicas": 2}}
+    good = {
+        "apiVersion": "gpushare.io/v1alpha1",
+        "kind": "InstallerSettings",
+        "profile": "open-source",
+        "kubernetesVersion": "1.22",
+        "scheduler": {"mode": "secondary", "replicas": 2},
+    }
     assert not list(validator.iter_errors(good))
     load_settings(good)
-    for bad in ({"profile": "nope"}, {"unknown": 1}, {"scheduler": {"replicas": 0}}, {"extender": {"port": 80}},
-                {"isolation": []}):
+    for bad in (
+        {"profile": "nope"},
+        {"unknown": 1},
+        {"scheduler": {"replicas": 0}},
+        {"extender": {"port": 80}},
+        {"isolation": []},
+    ):
         assert list(validator.iter_errors(bad)), bad

@@ -24,10 +24,17 @@ DEFAULT_SKIPS = {
 CASES = {
     "open-source-secondary": {"profile": "open-source", "kubernetesVersion": "1.28"},
     "open-source-policy": {"profile": "open-source", "kubernetesVersion": "1.21", "scheduler": {"configApi": "policy"}},
-    "open-source-control-plane": {"profile": "open-source", "kubernetesVersion": "1.24",
-                                  "scheduler": {"mode": "control-plane"}},
-    "ack-managed-all-modes": {"isolation": ["share", "cgpu", "core_mem"], "computeAllocation": True,
-                              "region": "cn-beijing", "kubernetesVersion": "1.26"},
+    "open-source-control-plane": {
+        "profile": "open-source",
+        "kubernetesVersion": "1.24",
+        "scheduler": {"mode": "control-plane"},
+    },
+    "ack-managed-all-modes": {
+        "isolation": ["share", "cgpu", "core_mem"],
+        "computeAllocation": True,
+        "region": "cn-beijing",
+        "kubernetesVersion": "1.26",
+    },
     "ack-secondary-cgpu": {"isolation": ["cgpu"], "kubernetesVersion": "1.20", "scheduler": {"mode": "secondary"}},
 }
 
@@ -42,8 +49,17 @@ def checkov() -> str:
 
 
 def scan(directory: Path, skips: dict[str, str]) -> dict[str, Any]:
-    command = [checkov(), "-d", str(directory), "--framework", "kubernetes", "--skip-download",
-               "--compact", "-o", "json"]
+    command = [
+        checkov(),
+        "-d",
+        str(directory),
+        "--framework",
+        "kubernetes",
+        "--skip-download",
+        "--compact",
+        "-o",
+        "json",
+    ]
     if skips:
         command += ["--skip-check", ",".join(skips)]
     result = subprocess.run(command, capture_output=True, text=True)

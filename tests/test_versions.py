@@ -15,7 +15,7 @@ from gpushare.versions import (
 
 
 def test_minors_are_1_20_to_1_28() -> None:
-    assert MINORS == tuple(range(20, 29))
+    assert tuple(range(20, 29)) == MINORS
 
 
 @pytest.mark.parametrize(

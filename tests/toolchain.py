@@ -69,8 +69,13 @@ class Tool:
             if log:
                 print(f"building {self.name} {self.version} (go build {self.package})...", file=sys.stderr)
             tmp = self.path.with_suffix(".tmp")
-            result = subprocess.run([go, "build", "-trimpath", "-o", str(tmp), self.package], cwd=self.dir,
-                                    capture_output=True, text=True, env={**os.environ, "CGO_ENABLED": "0"})
+            result = subprocess.run(
+                [go, "build", "-trimpath", "-o", str(tmp), self.package],
+                cwd=self.dir,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "CGO_ENABLED": "0"},
+            )
             if result.returncode != 0:
                 raise ToolUnavailable(f"building {self.name} failed:\n{result.stderr[-3000:]}")
             tmp.rename(self.path)

@@ -21,14 +21,25 @@ def objects(ctx: Context) -> list[dict[str, Any]]:
     if not modes:
         return []
     installer = container(
-        ctx, "cgpu", "cgpu-installer",
-        env=[NODE_NAME_ENV, {"name": "CGPU_POLICY",
-                             "value": Expr("toString .Values.cgpu.policy", str(ctx.v("cgpu.policy").value))}],
+        ctx,
+        "cgpu",
+        "cgpu-installer",
+        env=[
+            NODE_NAME_ENV,
+            {"name": "CGPU_POLICY", "value": Expr("toString .Values.cgpu.policy", str(ctx.v("cgpu.policy").value))},
+        ],
         securityContext={"privileged": True},
         volumeMounts=[{"name": "modules", "mountPath": "/lib/modules", "readOnly": True}],
     )
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": labels.SCHEDULE_LABEL, "operator": "In", "values": list(modes)}]}]}}}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": labels.SCHEDULE_LABEL, "operator": "In", "values": list(modes)}]}
+                ]
+            }
+        }
+    }
     spec = {
         "automountServiceAccountToken": False,
         "priorityClassName": "system-node-critical",
@@ -38,10 +49,16 @@ def objects(ctx: Context) -> list[dict[str, Any]]:
         **scheduling(ctx, "cgpu"),
         "volumes": [{"name": "modules", "hostPath": {"path": "/lib/modules", "type": "Directory"}}],
     }
-    return [{
-        "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": ctx.workload_metadata(NAME, "cgpu-installer"),
-        "spec": {"selector": {"matchLabels": ctx.selector("cgpu-installer")},
-                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-                 "template": pod_template(ctx, "cgpu-installer", spec)},
-    }, deny_ingress(ctx, NAME, "cgpu-installer")]
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": ctx.workload_metadata(NAME, "cgpu-installer"),
+            "spec": {
+                "selector": {"matchLabels": ctx.selector("cgpu-installer")},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+                "template": pod_template(ctx, "cgpu-installer", spec),
+            },
+        },
+        deny_ingress(ctx, NAME, "cgpu-installer"),
+    ]

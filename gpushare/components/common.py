@@ -35,15 +35,18 @@ def scheduling(ctx: Context, component: str, node_selector: dict[str, str] | Non
     user = ctx.v(f"{component}.nodeSelector")
     if node_selector:
         pairs = " ".join(f'"{k}" "{v}"' for k, v in node_selector.items())
-        selector: Expr = Expr(f"mustMergeOverwrite (dict) .Values.{component}.nodeSelector (dict {pairs})",
-                              {**user.value, **node_selector})
+        selector: Expr = Expr(
+            f"mustMergeOverwrite (dict) .Values.{component}.nodeSelector (dict {pairs})",
+            {**user.value, **node_selector},
+        )
     else:
         selector = user
     return {"nodeSelector": selector, "tolerations": ctx.v(f"{component}.tolerations")}
 
 
-def pod_template(ctx: Context, component: str, spec: dict[str, Any],
-                 annotations: dict[str, Any] | None = None) -> dict[str, Any]:
+def pod_template(
+    ctx: Context, component: str, spec: dict[str, Any], annotations: dict[str, Any] | None = None
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"labels": ctx.labels(component)}
     if annotations:
         metadata["annotations"] = annotations
@@ -53,7 +56,8 @@ def pod_template(ctx: Context, component: str, spec: dict[str, Any],
 def deny_ingress(ctx: Context, name: str, component: str) -> dict[str, Any]:
     """A NetworkPolicy that admits no ingress to the component's pods: none of them serves other pods."""
     return {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
         "metadata": ctx.metadata(name, component),
         "spec": {"podSelector": {"matchLabels": ctx.selector(component)}, "policyTypes": ["Ingress"]},
     }

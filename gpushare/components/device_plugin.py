@@ -29,14 +29,24 @@ def node_selectors(ctx: Context) -> dict[str | None, dict[str, str]]:
 def daemonset(ctx: Context, mode: str | None, selector: dict[str, str]) -> dict[str, Any]:
     unit = ctx.v("gpuMemoryUnit")
     plugin = container(
-        ctx, "devicePlugin", "device-plugin",
-        command=["gpushare-device-plugin-v2", "-logtostderr", "--v=5",
-                 Expr('print "--memory-unit=" .Values.gpuMemoryUnit', f"--memory-unit={unit.value}")],
+        ctx,
+        "devicePlugin",
+        "device-plugin",
+        command=[
+            "gpushare-device-plugin-v2",
+            "-logtostderr",
+            "--v=5",
+            Expr('print "--memory-unit=" .Values.gpuMemoryUnit', f"--memory-unit={unit.value}"),
+        ],
         env=[NODE_NAME_ENV],
         # Root only to write the kubelet's device-plugin socket directory; nothing else is granted.
-        securityContext={"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                         "readOnlyRootFilesystem": True, "runAsUser": 0,
-                         "seccompProfile": {"type": "RuntimeDefault"}},
+        securityContext={
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+            "runAsUser": 0,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
         volumeMounts=[{"name": "device-plugin", "mountPath": KUBELET_DIR}],
     )
     component = "device-plugin"
@@ -52,11 +62,14 @@ def daemonset(ctx: Context, mode: str | None, selector: dict[str, str]) -> dict[
     template = pod_template(ctx, component, spec)
     template["metadata"]["labels"] = {**template["metadata"]["labels"], "gpushare.io/node-mode": mode or "gpushare"}
     return {
-        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
         "metadata": ctx.workload_metadata(daemonset_name(mode), component),
-        "spec": {"selector": {"matchLabels": selector_labels},
-                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-                 "template": template},
+        "spec": {
+            "selector": {"matchLabels": selector_labels},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": template,
+        },
     }
 
 

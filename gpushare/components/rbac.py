@@ -32,8 +32,12 @@ def service_account(ctx: Context, name: str, component: str) -> dict[str, Any]:
 
 
 def cluster_role(ctx: Context, name: str, component: str, rules: list[Rule]) -> dict[str, Any]:
-    return {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
-            "metadata": ctx.metadata(name, component, namespaced=False), "rules": rules}
+    return {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRole",
+        "metadata": ctx.metadata(name, component, namespaced=False),
+        "rules": rules,
+    }
 
 
 def role(ctx: Context, name: str, component: str, rules: list[Rule]) -> dict[str, Any]:
@@ -48,8 +52,15 @@ def subject_user(name: str) -> dict[str, Any]:
     return {"kind": "User", "apiGroup": RBAC, "name": name}
 
 
-def binding(ctx: Context, name: str, component: str, role_kind: str, role_name: str,
-            subjects: list[dict[str, Any]], namespace: Any = None) -> dict[str, Any]:
+def binding(
+    ctx: Context,
+    name: str,
+    component: str,
+    role_kind: str,
+    role_name: str,
+    subjects: list[dict[str, Any]],
+    namespace: Any = None,
+) -> dict[str, Any]:
     """A ClusterRoleBinding, or a RoleBinding when `namespace` is given (a Role, or a ClusterRole there)."""
     namespaced = namespace is not None
     return {

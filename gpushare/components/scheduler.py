@@ -15,7 +15,15 @@ from typing import Any
 
 from gpushare import schedconfig
 from gpushare.components.common import POD_SECURITY, RESTRICTED, container, deny_ingress, env, pod_template, scheduling
-from gpushare.components.rbac import EXTENDER_RULES, binding, cluster_role, role, service_account, subject_sa, subject_user
+from gpushare.components.rbac import (
+    EXTENDER_RULES,
+    binding,
+    cluster_role,
+    role,
+    service_account,
+    subject_sa,
+    subject_user,
+)
 from gpushare.context import Context
 from gpushare.template import Expr
 
@@ -36,16 +44,21 @@ def extender_container(ctx: Context, host_network: bool = False, **extra: Any) -
     get: dict[str, Any] = {"path": "/version", "port": port, **({"host": "127.0.0.1"} if host_network else {})}
     probe = {"httpGet": get, "periodSeconds": 10, "timeoutSeconds": 5}
     return container(
-        ctx, "extender", "extender",
+        ctx,
+        "extender",
+        "extender",
         env=env(PORT=Expr("toString .Values.extender.port", str(port.value)), LOG_LEVEL=ctx.v("extender.logLevel")),
-        livenessProbe=probe, readinessProbe=probe,
+        livenessProbe=probe,
+        readinessProbe=probe,
         **extra,
     )
 
 
 def extender_rbac(ctx: Context, subjects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [cluster_role(ctx, EXTENDER, "extender", EXTENDER_RULES),
-            binding(ctx, EXTENDER, "extender", "ClusterRole", EXTENDER, subjects)]
+    return [
+        cluster_role(ctx, EXTENDER, "extender", EXTENDER_RULES),
+        binding(ctx, EXTENDER, "extender", "ClusterRole", EXTENDER, subjects),
+    ]
 
 
 def control_plane_objects(ctx: Context) -> list[dict[str, Any]]:
@@ -57,9 +70,15 @@ def secondary_objects(ctx: Context, api: str | None, text: str | None) -> list[d
     sa = [subject_sa(ctx, SCHEDULER)]
     name = ctx.v("scheduler.name")
     kind = schedconfig.file_kind(api) if api else "yaml"
-    lease_rules = [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
-                   {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [name],
-                    "verbs": ["get", "update"]}]
+    lease_rules: list[dict[str, Any]] = [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [name],
+            "verbs": ["get", "update"],
+        },
+    ]
     if kind == "json":
         command: list[Any] = [
             "kube-scheduler",
@@ -68,26 +87,42 @@ def secondary_objects(ctx: Context, api: str | None, text: str | None) -> list[d
             "--leader-elect=true",
             "--profiling=false",
             "--leader-elect-resource-lock=leases",
-            Expr('printf "--leader-elect-resource-name=%s" .Values.scheduler.name',
-                 f"--leader-elect-resource-name={name.value}"),
-            Expr('printf "--leader-elect-resource-namespace=%s" .Release.Namespace',
-                 f"--leader-elect-resource-namespace={ctx.settings.namespace}"),
+            Expr(
+                'printf "--leader-elect-resource-name=%s" .Values.scheduler.name',
+                f"--leader-elect-resource-name={name.value}",
+            ),
+            Expr(
+                'printf "--leader-elect-resource-namespace=%s" .Release.Namespace',
+                f"--leader-elect-resource-namespace={ctx.settings.namespace}",
+            ),
         ]
     else:
         command = ["kube-scheduler", f"--config={schedconfig.CONFIG_DIR}/{schedconfig.CONFIG_FILE['yaml']}"]
-    probe = {"httpGet": {"path": "/healthz", "port": SECURE_PORT, "scheme": "HTTPS"},
-             "initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 5}
-    checksum = Expr('include "gpushare.schedulerConfig" . | sha256sum',
-                    hashlib.sha256((text or "").encode()).hexdigest())
+    probe = {
+        "httpGet": {"path": "/healthz", "port": SECURE_PORT, "scheme": "HTTPS"},
+        "initialDelaySeconds": 10,
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+    }
+    checksum = Expr(
+        'include "gpushare.schedulerConfig" . | sha256sum', hashlib.sha256((text or "").encode()).hexdigest()
+    )
     pod_spec = {
         "serviceAccountName": SCHEDULER,
         "priorityClassName": "system-cluster-critical",
         "securityContext": {"runAsNonRoot": True, **POD_SECURITY},
         "containers": [
-            container(ctx, "scheduler", "kube-scheduler", command=command,
-                      ports=[{"name": "https", "containerPort": SECURE_PORT, "protocol": "TCP"}],
-                      livenessProbe=probe, readinessProbe=probe, securityContext=RESTRICTED,
-                      volumeMounts=[{"name": "config", "mountPath": schedconfig.CONFIG_DIR, "readOnly": True}]),
+            container(
+                ctx,
+                "scheduler",
+                "kube-scheduler",
+                command=command,
+                ports=[{"name": "https", "containerPort": SECURE_PORT, "protocol": "TCP"}],
+                livenessProbe=probe,
+                readinessProbe=probe,
+                securityContext=RESTRICTED,
+                volumeMounts=[{"name": "config", "mountPath": schedconfig.CONFIG_DIR, "readOnly": True}],
+            ),
             extender_container(ctx, securityContext=RESTRICTED),
         ],
         **scheduling(ctx, "scheduler"),
@@ -99,15 +134,34 @@ def secondary_objects(ctx: Context, api: str | None, text: str | None) -> list[d
         *extender_rbac(ctx, sa),
         binding(ctx, f"{SCHEDULER}-kube-scheduler", "scheduler", "ClusterRole", "system:kube-scheduler", sa),
         binding(ctx, f"{SCHEDULER}-volume-scheduler", "scheduler", "ClusterRole", "system:volume-scheduler", sa),
-        binding(ctx, f"{SCHEDULER}-auth-reader", "scheduler", "Role", "extension-apiserver-authentication-reader",
-                sa, namespace="kube-system"),
+        binding(
+            ctx,
+            f"{SCHEDULER}-auth-reader",
+            "scheduler",
+            "Role",
+            "extension-apiserver-authentication-reader",
+            sa,
+            namespace="kube-system",
+        ),
         role(ctx, f"{SCHEDULER}-leader-election", "scheduler", lease_rules),
-        binding(ctx, f"{SCHEDULER}-leader-election", "scheduler", "Role", f"{SCHEDULER}-leader-election", sa,
-                namespace=ctx.namespace),
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": ctx.metadata(CONFIG_MAP, "scheduler"),
-         "data": {schedconfig.CONFIG_FILE[kind]: config_text(ctx, text)}},
+        binding(
+            ctx,
+            f"{SCHEDULER}-leader-election",
+            "scheduler",
+            "Role",
+            f"{SCHEDULER}-leader-election",
+            sa,
+            namespace=ctx.namespace,
+        ),
         {
-            "apiVersion": "apps/v1", "kind": "Deployment",
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": ctx.metadata(CONFIG_MAP, "scheduler"),
+            "data": {schedconfig.CONFIG_FILE[kind]: config_text(ctx, text)},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
             "metadata": ctx.workload_metadata(SCHEDULER, "scheduler"),
             "spec": {
                 "replicas": ctx.v("scheduler.replicas"),
