@@ -149,6 +149,7 @@ def chart_yaml(stack: Stack) -> dict[str, Any]:
             "gpushare.io/profile": settings.profile,
             "gpushare.io/scheduler-mode": settings.scheduler.mode,
             "gpushare.io/kubernetes-version": version.text if version else "any (1.20-1.28)",
+            **{f"gpushare.io/requires-{k}": v for k, v in stack.requirements.items()},
         },
     }
 
@@ -162,7 +163,7 @@ def chart_files(stack: Stack) -> dict[str, str]:
         "gpushare-settings.yaml": dump(stack.settings.document()),
         ".helmignore": "control-plane/\ngpushare-settings.yaml\n",
         "templates/_helpers.tpl": _HELPERS + _config_helper(stack),
-        "templates/NOTES.txt": notes(stack.settings),
+        "templates/NOTES.txt": notes(stack.settings, stack.requirements),
     }
     for path, objects in stack.templates.items():
         files[f"templates/{path}"] = "".join("---\n" + to_helm(o) for o in objects)

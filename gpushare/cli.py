@@ -84,6 +84,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
                 for o in rendered.objects
             ],
             "warnings": [{"rule": f.rule.id, "message": f.message} for f in rendered.warnings],
+            "requirements": rendered.requirements,
         }
         if to_stdout:
             summary["manifests"] = rendered.files["manifests.yaml"]

@@ -57,13 +57,17 @@ _TEXT = _ENV.from_string(
 
 Changing the memory unit later: delete every pod requesting [[ gpu_mem ]] first, then reinstall.
 [% endif %]
+[% for what, value in requirements.items() %]
+
+Requires [[ what ]]: [[ value ]].
+[% endfor %]
 """
 )
 
 _EXAMPLE = {"1GiB": (2, "2 GiB"), "GiB": (2, "2 GiB"), "128MiB": (16, "16 x 128 MiB = 2 GiB"), "MiB": (2048, "2 GiB")}
 
 
-def notes(settings: InstallerSettings) -> str:
+def notes(settings: InstallerSettings, requirements: dict[str, str] | None = None) -> str:
     units, meaning = _EXAMPLE[settings.gpu_memory_unit]
     return (
         _TEXT.render(
@@ -84,6 +88,7 @@ def notes(settings: InstallerSettings) -> str:
             compute=settings.compute_allocation,
             example_units=units,
             example_meaning=meaning,
+            requirements=requirements or {},
         ).rstrip()
         + "\n"
     )

@@ -71,6 +71,15 @@ COMPUTE_REGIONS: tuple[str, ...] = (
     "cn-shanghai-finance-1",
 )
 
+#: Minimum ACK kube-scheduler for compute allocation, by Kubernetes minor (seed 002). ACK offers even minors.
+ACK_MIN_SCHEDULER_FOR_COMPUTE: dict[int, str] = {
+    20: "1.20.4-ack-8.0",
+    22: "1.22.15-ack-2.0",
+    24: "1.24.3-ack-2.0",
+    26: "v1.26.3-aliyun-4.1-a520c096",
+    28: "1.28.1-aliyun-5.6-998282b9",
+}
+
 #: cGPU scheduling policies written to /proc/cgpu_km/<gpu>/policy (seed 004).
 CGPU_POLICIES: dict[int, str] = {
     0: "average",

@@ -33,6 +33,8 @@ class Rendered:
     objects: list[dict[str, Any]]
     warnings: list[rules.Finding]
     notes: str
+    #: What the cluster must already run (e.g. ACK's scheduler version for compute allocation).
+    requirements: dict[str, str]
 
     @property
     def is_tree(self) -> bool:
@@ -112,7 +114,7 @@ def render(
         files = chart_files(stack)
     else:
         files = {"manifests.yaml": dump_all(objects), **controlplane.files(stack)}
-    rendered = Rendered(format, model, files, objects, warnings, notes(model))
+    rendered = Rendered(format, model, files, objects, warnings, notes(model, stack.requirements), stack.requirements)
     if output is not None:
         if format == "manifests" and rendered.is_tree and str(output) == "-":
             raise InputError(

@@ -84,6 +84,19 @@ class Stack:
             files["scheduler/extender-rbac.yaml"] = scheduler.control_plane_objects(ctx)
         return files
 
+    @property
+    def requirements(self) -> dict[str, str]:
+        """What the cluster must already run for these settings (managed mode: ACK's own scheduler)."""
+        settings = self.settings
+        version = settings.version
+        if settings.scheduler.mode != profiles.MANAGED or not settings.compute_allocation:
+            return {}
+        if version is None:
+            table = ", ".join(f"1.{m}: {v}" for m, v in profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE.items())
+            return {"ack-scheduler": f"at least, by cluster minor: {table}"}
+        minimum = profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE.get(version.minor)
+        return {"ack-scheduler": f"at least {minimum}" if minimum else f"an ACK 1.{version.minor} release"}
+
     def objects(self) -> list[dict[str, Any]]:
         """Concrete objects, in Helm's install order."""
         objs = [resolve(o) for group in self.templates.values() for o in group]

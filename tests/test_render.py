@@ -1,0 +1,87 @@
+"""Library-level behaviour of render: what is rendered for which settings, and what is recorded."""
+
+from __future__ import annotations
+
+import yaml
+
+from gpushare import render
+from gpushare.profiles import ACK_MIN_SCHEDULER_FOR_COMPUTE
+
+COMPUTE = {"isolation": ["share", "core_mem"], "computeAllocation": True, "region": "cn-hangzhou"}
+
+
+def kinds(rendered: object) -> list[tuple[str, str]]:
+    return sorted((o["kind"], o["metadata"]["name"]) for o in rendered.objects)  # type: ignore[attr-defined]
+
+
+def test_managed_mode_renders_no_scheduler_objects_and_records_the_required_scheduler() -> None:
+    rendered = render({**COMPUTE, "kubernetesVersion": "1.24"}, format="chart")
+    assert not any(name.startswith("gpushare-scheduler") for _, name in kinds(rendered))
+    chart = yaml.safe_load(rendered.files["Chart.yaml"])
+    assert chart["annotations"]["gpushare.io/requires-ack-scheduler"] == f"at least {ACK_MIN_SCHEDULER_FOR_COMPUTE[24]}"
+    assert ACK_MIN_SCHEDULER_FOR_COMPUTE[24] in rendered.files["templates/NOTES.txt"]
+    values = yaml.safe_load(rendered.files["values.yaml"])
+    assert "scheduler" not in values and "extender" not in values and "cgpu" in values
+
+
+def test_device_plugin_per_mode_and_cgpu_only_on_isolated_nodes() -> None:
+    rendered = render({"isolation": ["share", "cgpu"], "kubernetesVersion": "1.28"}, format="manifests")
+    daemonsets = {o["metadata"]["name"]: o for o in rendered.objects if o["kind"] == "DaemonSet"}
+    assert set(daemonsets) == {"gpushare-device-plugin-share", "gpushare-device-plugin-cgpu", "gpushare-cgpu-installer"}
+    share = daemonsets["gpushare-device-plugin-share"]["spec"]["template"]["spec"]
+    assert share["nodeSelector"] == {"ack.node.gpu.schedule": "share"}
+    assert share["priorityClassName"] == "system-node-critical"
+    terms = daemonsets["gpushare-cgpu-installer"]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    expression = terms["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+    assert expression["values"] == ["cgpu"]
+    privileged = [
+        c["name"]
+        for d in daemonsets.values()
+        for c in d["spec"]["template"]["spec"]["containers"]
+        if c.get("securityContext", {}).get("privileged")
+    ]
+    assert privileged == ["cgpu-installer"]
+    assert not any(
+        o["kind"] == "DaemonSet" and "cgpu-installer" in o["metadata"]["name"]
+        for o in render({"isolation": ["share"]}, format="manifests").objects
+    )
+
+
+def test_user_node_selector_cannot_override_the_mode_label() -> None:
+    rendered = render(
+        {"devicePlugin": {"nodeSelector": {"pool": "gpu", "ack.node.gpu.schedule": "default"}}}, format="manifests"
+    )
+    ds = next(o for o in rendered.objects if o["kind"] == "DaemonSet")
+    assert ds["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "gpu", "ack.node.gpu.schedule": "share"}
+
+
+def test_secondary_scheduler_is_reached_on_loopback_only() -> None:
+    rendered = render({"profile": "open-source", "kubernetesVersion": "v1.27.4"}, format="manifests")
+    assert not any(o["kind"] == "Service" for o in rendered.objects)
+    deployment = next(o for o in rendered.objects if o["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["containers"]] == ["kube-scheduler", "extender"]
+    assert pod["containers"][0]["image"] == "registry.k8s.io/kube-scheduler:v1.27.4"
+    assert not pod.get("hostNetwork")
+    policy = next(
+        o for o in rendered.objects if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "gpushare-scheduler"
+    )
+    assert policy["spec"]["policyTypes"] == ["Ingress"] and "ingress" not in policy["spec"]
+    assert policy["spec"]["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    config = yaml.safe_load(
+        next(o for o in rendered.objects if o["kind"] == "ConfigMap")["data"]["scheduler-config.yaml"]
+    )
+    assert config["profiles"] == [{"schedulerName": "gpushare-scheduler"}]
+    assert config["extenders"][0]["urlPrefix"].startswith("http://127.0.0.1:")
+
+
+def test_checksum_follows_the_config() -> None:
+    def checksum(port: int) -> str:
+        rendered = render(
+            {"profile": "open-source", "kubernetesVersion": "1.25", "extender": {"port": port}}, format="manifests"
+        )
+        deployment = next(o for o in rendered.objects if o["kind"] == "Deployment")
+        return deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+
+    assert checksum(12345) != checksum(12346)
+    assert checksum(12345) == checksum(12345)
