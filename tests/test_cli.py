@@ -128,26 +128,12 @@ def test_rerender_replaces_the_directory_whole(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chart"]
 
 
+CONTROL_PLANE = ["render", "--format", "manifests", "--profile", "open-source", "--scheduler-mode", "control-plane"]
+
+
 def test_control_plane_files(tmp_path: Path) -> None:
     out = tmp_path / "cp"
-    assert (
-        main(
-            [
-                "render",
-                "--format",
-                "manifests",
-                "--profile",
-                "open-source",
-                "--scheduler-mode",
-                "control-plane",
-                "--kube-version",
-                "v1.21.4",
-                "-o",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert main([*CONTROL_PLANE, "--kube-version", "v1.21.4", "-o", str(out)]) == 0
     patch = yaml.safe_load((out / "control-plane" / "patches" / "kube-scheduler+strategic.yaml").read_text())
     scheduler, extender = patch["spec"]["containers"]
     assert "--config=/etc/kubernetes/gpushare-scheduler-config.yaml" in scheduler["command"]
@@ -163,22 +149,7 @@ def test_control_plane_files(tmp_path: Path) -> None:
     assert binding["subjects"] == [
         {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "system:kube-scheduler"}
     ]
-    assert (
-        main(
-            [
-                "render",
-                "--format",
-                "manifests",
-                "--profile",
-                "open-source",
-                "--scheduler-mode",
-                "control-plane",
-                "--kube-version",
-                "1.21",
-            ]
-        )
-        == 2
-    )  # stdout cannot hold a directory
+    assert main([*CONTROL_PLANE, "--kube-version", "1.21"]) == 2  # stdout cannot hold a directory
 
 
 def test_python_api_same_options() -> None:
