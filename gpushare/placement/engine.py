@@ -1,0 +1,246 @@
+"""The fast engine: the same filter, score and bind steps as the reference, found through indexes.
+
+- Nodes that pass the label-and-taint filters for a kind of pod form a class, computed once per kind.
+- Per class and GPU count M, a segment tree over "what a node can give on each of M GPUs" holds, at
+  each capacity, the nodes ordered by score; the best fitting node is a walk over O(log capacity)
+  segments instead of a scan of the fleet. Candidates are confirmed by the very plugin functions the
+  reference engine calls, so only the search differs.
+- Binpack makes a node that just took a pod even more preferred, so the next identical pod (replicas
+  come in a row) goes straight to it while it still fits and nothing else changed; index updates are
+  deferred until a search needs them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from sortedcontainers import SortedList
+
+from gpushare.placement import plugins
+from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement.result import Assignment, Invalid, Pending, PlacementResult
+
+Key = tuple[float, str, int]
+
+
+class CapacityIndex:
+    """Nodes by capacity value (0..limit), each capacity's nodes sorted by key; yields keys best-first for cap >= r."""
+
+    def __init__(self, limit: int) -> None:
+        self.size = 1 << max(1, (limit + 1).bit_length())
+        self.leaves: dict[int, SortedList] = {}
+        self.best: list[Key | None] = [None] * (2 * self.size)
+
+    def _refresh(self, cap: int) -> None:
+        leaf = self.leaves.get(cap)
+        i = cap + self.size
+        self.best[i] = leaf[0] if leaf else None
+        i >>= 1
+        best = self.best
+        while i:
+            a, b = best[2 * i], best[2 * i + 1]
+            best[i] = a if b is None or (a is not None and a < b) else b
+            i >>= 1
+
+    def add(self, cap: int, key: Key) -> None:
+        leaf = self.leaves.get(cap)
+        if leaf is None:
+            leaf = self.leaves[cap] = SortedList()
+        leaf.add(key)
+        if leaf[0] == key:
+            self._refresh(cap)
+
+    def remove(self, cap: int, key: Key) -> None:
+        leaf = self.leaves[cap]
+        first = leaf[0] == key
+        leaf.remove(key)
+        if first:
+            self._refresh(cap)
+
+    def ordered(self, low: int) -> Iterator[Key]:
+        """Keys of nodes with capacity >= low, best (smallest) first."""
+        size = self.size
+        if low >= size:
+            return
+        heap: list[tuple[Key, int, int]] = []
+        lo, hi = low + size, 2 * size - 1
+        while lo <= hi:  # canonical cover of [low, size-1]
+            if lo & 1:
+                if self.best[lo] is not None:
+                    heap.append((self.best[lo], lo, -1))  # type: ignore[arg-type]
+                lo += 1
+            if not hi & 1:
+                if self.best[hi] is not None:
+                    heap.append((self.best[hi], hi, -1))  # type: ignore[arg-type]
+                hi -= 1
+            lo >>= 1
+            hi >>= 1
+        heapq.heapify(heap)
+        while heap:
+            key, seg, pos = heapq.heappop(heap)
+            if seg >= size:  # a leaf: its keys in order
+                leaf = self.leaves[seg - size]
+                pos += 1
+                yield leaf[pos]
+                if pos + 1 < len(leaf):
+                    heapq.heappush(heap, (leaf[pos + 1], seg, pos))
+                continue
+            for child in (2 * seg, 2 * seg + 1):
+                if self.best[child] is not None:
+                    heapq.heappush(heap, (self.best[child], child, -1))  # type: ignore[arg-type]
+
+
+def capacity(node: Node, m: int) -> int:
+    """Memory each of m GPUs can give: the m-th largest free amount on the node."""
+    if m > len(node.gpus):
+        return 0
+    if m == 1:
+        return max((g.free for g in node.gpus), default=0)
+    return sorted((g.free for g in node.gpus), reverse=True)[m - 1]
+
+
+class NodeClass:
+    """The nodes a kind of pod may use by labels and taints, with the static reasons of the others."""
+
+    def __init__(self, members: list[Node], static: Counter[str]) -> None:
+        self.members = members
+        self.ids = {n.id for n in members}
+        self.static = static
+        self.indexes: dict[int, CapacityIndex] = {}
+
+
+class FastEngine:
+    def __init__(self, nodes: list[Node], semantics: Semantics) -> None:
+        self.nodes = nodes
+        self.semantics = semantics
+        self.limit = max((g.total for n in nodes for g in n.gpus), default=0)
+        self.classes: dict[tuple[Any, ...], NodeClass] = {}
+        self.entries: dict[int, list[tuple[CapacityIndex, int]]] = {n.id: [] for n in nodes}
+        self.indexed: dict[tuple[int, int], tuple[int, Key]] = {}  # (node id, id(index)) -> (cap, key) stored
+        self.dirty: set[int] = set()
+        self.version = 0
+        self.memo: dict[tuple[Any, ...], tuple[int, int]] = {}  # (signature, shape) -> (version, node id)
+        self.pending_memo: dict[tuple[Any, ...], tuple[int, Pending]] = {}
+
+    def key(self, node: Node) -> Key:
+        score, name = plugins.score_key(node, self.semantics)
+        return (score, name, node.id)
+
+    def node_class(self, pod: Pod) -> NodeClass:
+        signature = pod.static_signature
+        found = self.classes.get(signature)
+        if found is None:
+            members, static = [], Counter[str]()
+            for node in self.nodes:
+                reason = plugins.static_reason(node, pod, self.semantics)
+                if reason is None:
+                    members.append(node)
+                else:
+                    static[reason] += 1
+            found = self.classes[signature] = NodeClass(members, static)
+        return found
+
+    def index(self, cls: NodeClass, m: int) -> CapacityIndex:
+        found = cls.indexes.get(m)
+        if found is None:
+            self.flush()
+            found = cls.indexes[m] = CapacityIndex(self.limit)
+            for node in cls.members:
+                cap, key = capacity(node, m), self.key(node)
+                found.add(cap, key)
+                self.entries[node.id].append((found, m))
+                self.indexed[(node.id, id(found))] = (cap, key)
+        return found
+
+    def flush(self) -> None:
+        """Bring the indexes up to date with the nodes that changed since the last search."""
+        for node_id in self.dirty:
+            node = self.nodes[node_id]
+            key = self.key(node)
+            for index, m in self.entries[node_id]:
+                slot = (node_id, id(index))
+                old_cap, old_key = self.indexed[slot]
+                cap = capacity(node, m)
+                if cap != old_cap or key != old_key:
+                    index.remove(old_cap, old_key)
+                    index.add(cap, key)
+                    self.indexed[slot] = (cap, key)
+        self.dirty.clear()
+
+    def fits(self, node: Node, pod: Pod) -> bool:
+        return not plugins.resource_reasons(node, pod) and plugins.gpu_reason(node, pod, self.semantics) is None
+
+    def best(self, pod: Pod, cls: NodeClass) -> Node | None:
+        memo_key = (pod.static_signature, pod.shape)
+        memo = self.memo.get(memo_key)
+        if memo is not None and memo[0] == self.version and self.semantics.placement == "binpack":
+            node = self.nodes[memo[1]]
+            if self.fits(node, pod):
+                return node
+        index = self.index(cls, pod.gpu_count)
+        self.flush()
+        for key in index.ordered(pod.per_gpu if pod.wants_gpu else 0):
+            node = self.nodes[key[2]]
+            if self.fits(node, pod):
+                return node
+        return None
+
+    def pending(self, pod: Pod, cls: NodeClass) -> Pending:
+        memo_key = (pod.static_signature, pod.shape)
+        memo = self.pending_memo.get(memo_key)
+        if memo is not None and memo[0] == self.version:
+            reasons = memo[1].reasons
+        else:
+            why = Counter(cls.static)
+            for node in cls.members:
+                why.update(plugins.reasons(node, pod, self.semantics))
+            reasons = tuple(sorted(why.items()))
+        result = Pending(pod.namespace, pod.name, len(self.nodes), reasons)
+        self.pending_memo[memo_key] = (self.version, result)
+        return result
+
+    def bind(self, node: Node, pod: Pod, best: bool = True) -> Assignment:
+        """Charge the pod to the node; `best` says the node was the best choice, so the next identical pod may
+        go straight to it."""
+        gpus = plugins.choose_gpus(node, pod, self.semantics)
+        plugins.charge(node, pod, gpus)
+        self.version += 1
+        self.dirty.add(node.id)
+        if best:
+            self.memo[(pod.static_signature, pod.shape)] = (self.version, node.id)
+        return Assignment(pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core)
+
+    def fixed(self, pod: Pod, name: str, result: PlacementResult) -> None:
+        """--node-order replay: the pod goes to the named node if it fits there, else stays pending."""
+        for node in self.nodes:
+            if node.name == name:
+                failed = plugins.reasons(node, pod, self.semantics)
+                if not failed:
+                    result.placements.append(self.bind(node, pod, best=False))
+                else:
+                    result.pending.append(Pending(pod.namespace, pod.name, 1, tuple(sorted(Counter(failed).items()))))
+                return
+        result.pending.append(Pending(pod.namespace, pod.name, 0, ()))
+
+
+def place(nodes: list[Node], pods: list[Pod], semantics: Semantics,
+          node_order: dict[str, str] | None = None) -> PlacementResult:
+    engine = FastEngine(nodes, semantics)
+    result = PlacementResult(semantics, nodes=nodes)
+    for pod in pods:
+        if pod.invalid:
+            result.invalid.append(Invalid(pod.namespace, pod.name, pod.invalid, pod.source))
+            continue
+        if node_order and pod.key in node_order:
+            engine.fixed(pod, node_order[pod.key], result)
+            continue
+        cls = engine.node_class(pod)
+        node = engine.best(pod, cls)
+        if node is None:
+            result.pending.append(engine.pending(pod, cls))
+        else:
+            result.placements.append(engine.bind(node, pod))
+    return result

@@ -1,0 +1,147 @@
+"""The dry-run's view of a cluster: nodes with their GPUs, and pods with what they ask for.
+
+Built once from plain Kubernetes objects (`gpushare.placement.inputs`); the engines mutate only the
+`Node` usage counters and `Gpu` fields as they bind pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SemanticsName = Literal["upstream", "ack"]
+Placement = Literal["binpack", "spread"]
+
+
+@dataclass(frozen=True)
+class Semantics:
+    """Which allocation rules apply: the open-source extender's, or ACK's product rules."""
+
+    name: SemanticsName = "ack"
+    placement: Placement = "binpack"  # default node choice, and GPU choice where no node label says otherwise
+    gpu_memory_unit: str = "1GiB"
+    cgpu_max_pods_per_gpu: int = 16
+
+
+@dataclass
+class Gpu:
+    index: int
+    total: int  # memory units
+    healthy: bool = True
+    used: int = 0
+    core_total: int = 0  # percent (100 on compute-allocation nodes)
+    core_used: int = 0
+    pods: int = 0
+
+    @property
+    def free(self) -> int:
+        return self.total - self.used if self.healthy else 0
+
+    @property
+    def core_free(self) -> int:
+        return self.core_total - self.core_used if self.healthy else 0
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass
+class Node:
+    name: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    cpu: int  # allocatable millicores
+    memory: int  # allocatable bytes
+    pods: int  # allocatable pods
+    gpu_mem: int  # allocatable aliyun.com/gpu-mem units (node level)
+    gpus: list[Gpu]
+    mode: str  # ack.node.gpu.schedule (share when the node has GPU memory and no label)
+    gpu_placement: Placement
+    cpu_used: int = 0
+    memory_used: int = 0
+    pods_used: int = 0
+    gpu_mem_used: int = 0  # node-level requests, as kube-scheduler counts them
+    mem_only_pods: int = 0  # ack: GPU pods without compute on this node
+    compute_pods: int = 0  # ack: GPU pods with compute on this node
+    id: int = 0
+
+    @property
+    def gpu_total(self) -> int:
+        return sum(g.total for g in self.gpus)
+
+    @property
+    def gpu_used(self) -> int:
+        return sum(g.used for g in self.gpus)
+
+    @property
+    def allocated(self) -> float:
+        """Share of GPU memory allocated: what binpack maximises and spread minimises."""
+        total = self.gpu_total
+        return self.gpu_used / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str | None
+    operator: str
+    value: str | None
+    effect: str | None
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One node-selector requirement (matchExpressions or matchFields)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+    field: bool = False
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A pod to place, or one already bound (`node` set)."""
+
+    namespace: str
+    name: str
+    gpu_mem: int = 0  # total units over its containers
+    gpu_count: int = 1  # GPUs it spans (ack multi-GPU label)
+    core: int = 0  # percent of one GPU
+    cpu: int = 0
+    memory: int = 0
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: tuple[tuple[Requirement, ...], ...] = ()  # OR of ANDs; empty = no constraint
+    tolerations: tuple[Toleration, ...] = ()
+    node: str | None = None
+    gpu_indices: tuple[int, ...] | None = None  # from the extender's annotation on a bound pod
+    invalid: str | None = None
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def per_gpu(self) -> int:
+        return self.gpu_mem // self.gpu_count if self.gpu_count else self.gpu_mem
+
+    @property
+    def wants_gpu(self) -> bool:
+        return self.gpu_mem > 0
+
+    @property
+    def static_signature(self) -> tuple[Any, ...]:
+        """What decides which nodes are eligible before usage counts: pods alike here share one node class."""
+        kind = "none" if not self.wants_gpu else ("compute" if self.core else "mem")
+        return (self.node_selector, self.affinity, self.tolerations, kind)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """What decides fit once a node is eligible."""
+        return (self.gpu_mem, self.gpu_count, self.core, self.cpu, self.memory)

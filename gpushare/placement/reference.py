@@ -1,0 +1,41 @@
+"""The reference engine: plain loops over every node for every pod, obviously correct and slow.
+
+The fast engine must agree with it exactly (tests/test_placement_properties.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gpushare.placement import plugins
+from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement.result import Assignment, Invalid, Pending, PlacementResult
+
+
+def place(nodes: list[Node], pods: list[Pod], semantics: Semantics,
+          node_order: dict[str, str] | None = None) -> PlacementResult:
+    result = PlacementResult(semantics, nodes=nodes)
+    for pod in pods:
+        if pod.invalid:
+            result.invalid.append(Invalid(pod.namespace, pod.name, pod.invalid, pod.source))
+            continue
+        fixed = (node_order or {}).get(pod.key)
+        candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
+        fitting = []
+        why: Counter[str] = Counter()
+        for node in candidates:
+            failed = plugins.reasons(node, pod, semantics)
+            if failed:
+                why.update(failed)
+            else:
+                fitting.append(node)
+        if not fitting:
+            result.pending.append(Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items()))))
+            continue
+        best = min(fitting, key=lambda n: plugins.score_key(n, semantics))
+        gpus = plugins.choose_gpus(best, pod, semantics)
+        plugins.charge(best, pod, gpus)
+        result.placements.append(
+            Assignment(pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core)
+        )
+    return result

@@ -1,0 +1,62 @@
+"""What a dry run answers: where each pod lands, what stays pending and why, what was invalid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpushare.placement.model import Node, Semantics
+
+
+@dataclass(frozen=True)
+class Assignment:
+    namespace: str
+    name: str
+    node: str
+    gpus: tuple[tuple[int, int], ...]  # (GPU index, memory units) for each GPU the pod got
+    core: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Pending:
+    namespace: str
+    name: str
+    nodes: int  # nodes considered
+    reasons: tuple[tuple[str, int], ...]  # (reason, number of nodes), sorted by reason
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def message(self) -> str:
+        """kube-scheduler's FitError text: `0/N nodes are available: ...`."""
+        if not self.reasons:
+            return f"0/{self.nodes} nodes are available."
+        parts = sorted(f"{count} {reason}" for reason, count in self.reasons)
+        return f"0/{self.nodes} nodes are available: {', '.join(parts)}."
+
+
+@dataclass(frozen=True)
+class Invalid:
+    namespace: str
+    name: str
+    reason: str
+    source: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass
+class PlacementResult:
+    semantics: Semantics
+    placements: list[Assignment] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
+    invalid: list[Invalid] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)  # final state, input order
+    warnings: list[str] = field(default_factory=list)
