@@ -198,7 +198,7 @@ class FastEngine:
             for node in cls.members:
                 why.update(plugins.reasons(node, pod, self.semantics))
             reasons = tuple(sorted(why.items()))
-        result = Pending(pod.namespace, pod.name, len(self.nodes), reasons)
+        result = Pending(pod.namespace, pod.name, len(self.nodes), reasons, pod.per_gpu)
         self.pending_memo[memo_key] = (self.version, result)
         return result
 
@@ -221,9 +221,10 @@ class FastEngine:
                 if not failed:
                     result.placements.append(self.bind(node, pod, best=False))
                 else:
-                    result.pending.append(Pending(pod.namespace, pod.name, 1, tuple(sorted(Counter(failed).items()))))
+                    reasons = tuple(sorted(Counter(failed).items()))
+                    result.pending.append(Pending(pod.namespace, pod.name, 1, reasons, pod.per_gpu))
                 return
-        result.pending.append(Pending(pod.namespace, pod.name, 0, ()))
+        result.pending.append(Pending(pod.namespace, pod.name, 0, (), pod.per_gpu))
 
 
 def place(nodes: list[Node], pods: list[Pod], semantics: Semantics,

@@ -243,8 +243,10 @@ def parse_node(src: Source, unhealthy: dict[str, set[int]], semantics: Semantics
     placement = node_labels.get(labels.PLACEMENT_LABEL, semantics.placement)
     if placement not in labels.PLACEMENTS:
         placement = semantics.placement
+    address = next((str(a.get("address", "")) for a in status.get("addresses") or []
+                    if isinstance(a, dict) and a.get("type") == "InternalIP"), "")
     return Node(name, node_labels, taints, bool(spec.get("unschedulable")), cpu, memory, pods, gpu_alloc, gpus,
-                mode, placement)  # type: ignore[arg-type]
+                mode, placement, address=address)  # type: ignore[arg-type]
 
 
 @dataclass

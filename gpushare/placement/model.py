@@ -66,6 +66,7 @@ class Node:
     memory_used: int = 0
     pods_used: int = 0
     gpu_mem_used: int = 0  # node-level requests, as kube-scheduler counts them
+    address: str = ""  # InternalIP, for the inspect view
     mem_only_pods: int = 0  # ack: GPU pods without compute on this node
     compute_pods: int = 0  # ack: GPU pods with compute on this node
     id: int = 0

@@ -30,7 +30,9 @@ def place(nodes: list[Node], pods: list[Pod], semantics: Semantics,
             else:
                 fitting.append(node)
         if not fitting:
-            result.pending.append(Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items()))))
+            result.pending.append(
+                Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items())), pod.per_gpu)
+            )
             continue
         best = min(fitting, key=lambda n: plugins.score_key(n, semantics))
         gpus = plugins.choose_gpus(best, pod, semantics)

@@ -26,6 +26,7 @@ class Pending:
     name: str
     nodes: int  # nodes considered
     reasons: tuple[tuple[str, int], ...]  # (reason, number of nodes), sorted by reason
+    per_gpu: int = 0  # memory units it asks on each GPU (what fragmentation is measured against)
 
     @property
     def key(self) -> str:

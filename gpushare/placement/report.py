@@ -1,0 +1,120 @@
+"""Placement results for people (tables, the `kubectl inspect gpushare` view) and for pipelines (JSON)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushare.placement.inputs import UNIT_MIB
+from gpushare.placement.model import Node
+from gpushare.placement.result import PlacementResult
+
+API_VERSION = "gpushare.io/v1alpha1"
+KIND = "PlacementReport"
+
+
+def fragmentation(result: PlacementResult) -> int:
+    """Free GPU memory (units) no pending GPU pod can use: free amounts below the smallest per-GPU request pending."""
+    requests = [p.per_gpu for p in result.pending if p.per_gpu]
+    smallest = min(requests, default=0)
+    if not smallest:
+        return 0
+    return sum(g.free for n in result.nodes for g in n.gpus if 0 < g.free < smallest)
+
+
+def summary(result: PlacementResult) -> dict[str, Any]:
+    gpus = [g for n in result.nodes for g in n.gpus]
+    return {
+        "nodes": len(result.nodes),
+        "gpuNodes": sum(1 for n in result.nodes if n.gpus),
+        "gpus": len(gpus),
+        "placed": len(result.placements),
+        "pending": len(result.pending),
+        "invalid": len(result.invalid),
+        "gpusTouched": sum(1 for g in gpus if g.used),
+        "gpuMemory": {"used": sum(g.used for g in gpus), "total": sum(g.total for g in gpus)},
+        "fragmentation": fragmentation(result),
+    }
+
+
+def to_dict(result: PlacementResult) -> dict[str, Any]:
+    """The versioned JSON document (schemas/placement-report.schema.json)."""
+    sem = result.semantics
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "semantics": {"name": sem.name, "placement": sem.placement, "gpuMemoryUnit": sem.gpu_memory_unit,
+                      "cgpuMaxPodsPerGpu": sem.cgpu_max_pods_per_gpu},
+        "summary": summary(result),
+        "placements": [{"namespace": a.namespace, "name": a.name, "node": a.node,
+                        "gpus": [{"index": i, "units": u} for i, u in a.gpus], "core": a.core}
+                       for a in result.placements],
+        "pending": [{"namespace": p.namespace, "name": p.name, "message": p.message,
+                     "reasons": [{"reason": r, "nodes": c} for r, c in p.reasons]} for p in result.pending],
+        "invalid": [{"namespace": i.namespace, "name": i.name, "reason": i.reason, "source": i.source}
+                    for i in result.invalid],
+        "nodes": [node_dict(n) for n in result.nodes if n.gpus],
+        "warnings": list(result.warnings),
+    }
+
+
+def node_dict(node: Node) -> dict[str, Any]:
+    return {"name": node.name, "mode": node.mode, "placement": node.gpu_placement,
+            "gpus": [{"index": g.index, "used": g.used, "total": g.total, "healthy": g.healthy,
+                      "coreUsed": g.core_used, "coreTotal": g.core_total, "pods": g.pods} for g in node.gpus]}
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def to_text(result: PlacementResult, limit: int = 50) -> str:
+    """The human view: placed pods, pending pods with the scheduler's message, invalid pods, a summary."""
+    lines: list[str] = []
+    rows = [["POD", "NODE", "GPU:UNITS", "CORE%"]]
+    for a in result.placements[:limit]:
+        rows.append([a.key, a.node, ",".join(f"{i}:{u}" for i, u in a.gpus) or "-", str(a.core or "-")])
+    lines += _table(rows)
+    if len(result.placements) > limit:
+        lines.append(f"... {len(result.placements) - limit} more placed (-o json for all)")
+    if result.pending:
+        lines += ["", "PENDING"]
+        shown = result.pending[:limit]
+        lines += _table([[p.key, p.message] for p in shown])
+        if len(result.pending) > limit:
+            lines.append(f"... {len(result.pending) - limit} more pending")
+    if result.invalid:
+        lines += ["", "INVALID"]
+        lines += _table([[i.key, i.reason, i.source] for i in result.invalid])
+    s = summary(result)
+    unit = result.semantics.gpu_memory_unit
+    lines += ["", f"placed {s['placed']}, pending {s['pending']}, invalid {s['invalid']}; "
+              f"GPUs touched {s['gpusTouched']}/{s['gpus']}; GPU memory {s['gpuMemory']['used']}/"
+              f"{s['gpuMemory']['total']} x {unit}; fragmented {s['fragmentation']} x {unit}"]
+    lines += [f"warning: {w}" for w in result.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def inspect_text(result: PlacementResult) -> str:
+    """`kubectl inspect gpushare`'s summary: per node each GPU's allocated/total, then the cluster total."""
+    unit = result.semantics.gpu_memory_unit
+    label = "GiB" if UNIT_MIB[unit] == 1024 else unit
+    nodes = [n for n in result.nodes if n.gpus]
+    width = max((len(n.gpus) for n in nodes), default=1)
+    header = ["NAME", "IPADDRESS"] + [f"GPU{i}(Allocated/Total)" for i in range(width)] + [f"GPU Memory({label})"]
+    rows = [header]
+    for n in nodes:
+        cells = [f"{g.used}/{g.total}" if g.healthy else f"{g.used}/{g.total}(unhealthy)" for g in n.gpus]
+        cells += [""] * (width - len(cells))
+        rows.append([n.name, n.address] + cells +
+                    [f"{n.gpu_used}/{n.gpu_total}"])
+    lines = _table(rows)
+    used = sum(n.gpu_used for n in nodes)
+    total = sum(n.gpu_total for n in nodes)
+    lines.append("-" * max(len(lines[0]), 66))
+    lines.append("Allocated/Total GPU Memory In Cluster:")
+    percent = int(used * 100 / total) if total else 0
+    lines.append(f"{used}/{total} ({percent}%)")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,87 @@
+"""Hypothesis strategies for random fleets and workloads as plain Kubernetes objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+MODES = ["share", "cgpu", "core_mem", "default", None]
+
+
+@st.composite
+def node(draw: st.DrawFn, i: int) -> dict[str, Any]:
+    gpus = draw(st.integers(0, 4))
+    per_gpu = draw(st.sampled_from([4, 8, 15, 16]))
+    mode = draw(st.sampled_from(MODES))
+    labels: dict[str, str] = {"pool": draw(st.sampled_from(["a", "b"]))}
+    if mode:
+        labels["ack.node.gpu.schedule"] = mode
+    if draw(st.booleans()):
+        labels["ack.node.gpu.placement"] = draw(st.sampled_from(["binpack", "spread"]))
+    capacity: dict[str, Any] = {"cpu": draw(st.sampled_from(["4", "8", "16"])), "memory": "64Gi",
+                                "pods": draw(st.sampled_from([3, 10, 110]))}
+    if gpus:
+        capacity["aliyun.com/gpu-mem"] = gpus * per_gpu
+        capacity["aliyun.com/gpu-count"] = gpus
+        if mode == "core_mem":
+            capacity["aliyun.com/gpu-core.percentage"] = 100 * gpus
+    spec: dict[str, Any] = {}
+    if draw(st.integers(0, 9)) == 0:
+        spec["unschedulable"] = True
+    if draw(st.integers(0, 5)) == 0:
+        spec["taints"] = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i:02d}", "labels": labels},
+            "spec": spec, "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+@st.composite
+def pod_template(draw: st.DrawFn) -> dict[str, Any]:
+    limits: dict[str, Any] = {}
+    gpu_mem = draw(st.integers(0, 20))
+    if gpu_mem:
+        limits["aliyun.com/gpu-mem"] = gpu_mem
+    labels: dict[str, str] = {}
+    if gpu_mem and draw(st.integers(0, 4)) == 0:
+        labels["aliyun.com/gpu-count"] = str(draw(st.sampled_from([1, 2, 3])))
+    elif gpu_mem and draw(st.integers(0, 3)) == 0:
+        limits["aliyun.com/gpu-core.percentage"] = draw(st.sampled_from([5, 10, 25, 50, 100, 7]))
+    requests = {"cpu": draw(st.sampled_from(["100m", "1", "3"])), "memory": "1Gi"}
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"limits": limits, "requests": requests}}]}
+    if draw(st.integers(0, 4)) == 0:
+        spec["nodeSelector"] = {"pool": draw(st.sampled_from(["a", "b"]))}
+    if draw(st.integers(0, 4)) == 0:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    if draw(st.integers(0, 9)) == 0:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "ack.node.gpu.schedule", "operator": "NotIn", "values": ["cgpu"]}]}]}}}
+    return {"metadata": {"labels": labels}, "spec": spec}
+
+
+@st.composite
+def workload(draw: st.DrawFn, i: int) -> dict[str, Any]:
+    template = draw(pod_template())
+    kind = draw(st.sampled_from(["Pod", "Deployment", "StatefulSet", "Job"]))
+    meta = {"name": f"w{i}", "namespace": "default"}
+    if kind == "Pod":
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {**meta, **template["metadata"]}, "spec": template["spec"]}
+    key = "parallelism" if kind == "Job" else "replicas"
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta,
+            "spec": {key: draw(st.integers(1, 6)), "template": template}}
+
+
+@st.composite
+def scenario(draw: st.DrawFn) -> dict[str, Any]:
+    n_nodes = draw(st.integers(1, 8))
+    nodes = [draw(node(i)) for i in range(n_nodes)]
+    workloads = [draw(workload(i)) for i in range(draw(st.integers(1, 12)))]
+    unhealthy = []
+    for n in nodes:
+        count = n["status"]["capacity"].get("aliyun.com/gpu-count", 0)
+        if count and draw(st.integers(0, 5)) == 0:
+            unhealthy.append({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": f"unhealthy-gpu-{n['metadata']['name']}", "namespace": "kube-system"},
+                              "data": {"gpus": str(draw(st.integers(0, count - 1)))}})
+    return {"nodes": nodes + unhealthy, "pods": workloads,
+            "semantics": draw(st.sampled_from(["ack", "upstream"])),
+            "placement": draw(st.sampled_from(["binpack", "spread"]))}
