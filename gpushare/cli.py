@@ -53,29 +53,65 @@ def _render_parser(sub: Any) -> None:
 
 
 def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
-    p.add_argument("--nodes", action="append", default=[], metavar="FILE",
-                   help="Node objects (kubectl get nodes -o yaml); repeatable; directories and - work")
-    p.add_argument("--existing", action="append", default=[], metavar="FILE",
-                   help="pods already running (kubectl get pods -A -o yaml) and unhealthy-gpu-<node> ConfigMaps")
-    p.add_argument("--kubeconfig", nargs="?", const="", metavar="FILE",
-                   help="read nodes and running pods from a live cluster instead (read-only)")
+    p.add_argument(
+        "--nodes",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="Node objects (kubectl get nodes -o yaml); repeatable; directories and - work",
+    )
+    p.add_argument(
+        "--existing",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="pods already running (kubectl get pods -A -o yaml) and unhealthy-gpu-<node> ConfigMaps",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="read nodes and running pods from a live cluster instead (read-only)",
+    )
     p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("--semantics", choices=("ack", "upstream"), default="ack",
-                   help="ack: ACK's rules (units, binpack/spread, compute, multi-GPU); upstream: the open-source "
-                   "extender exactly")
-    p.add_argument("--placement", choices=("binpack", "spread"), default="binpack",
-                   help="default node and GPU placement (a node's ack.node.gpu.placement label wins for its GPUs)")
-    p.add_argument("--gpu-memory-unit", choices=("1GiB", "128MiB", "GiB", "MiB"),
-                   help="unit the objects' aliyun.com/gpu-mem numbers are in (default 1GiB)")
-    p.add_argument("--cgpu-max-pods-per-gpu", type=int, default=16, metavar="N",
-                   help="pods per GPU on cgpu nodes (16 per ACK's 128MiB notes)")
+    p.add_argument(
+        "--semantics",
+        choices=("ack", "upstream"),
+        default="ack",
+        help="ack: ACK's rules (units, binpack/spread, compute, multi-GPU); upstream: the open-source extender exactly",
+    )
+    p.add_argument(
+        "--placement",
+        choices=("binpack", "spread"),
+        default="binpack",
+        help="default node and GPU placement (a node's ack.node.gpu.placement label wins for its GPUs)",
+    )
+    p.add_argument(
+        "--gpu-memory-unit",
+        choices=("1GiB", "128MiB", "GiB", "MiB"),
+        help="unit the objects' aliyun.com/gpu-mem numbers are in (default 1GiB)",
+    )
+    p.add_argument(
+        "--cgpu-max-pods-per-gpu",
+        type=int,
+        default=16,
+        metavar="N",
+        help="pods per GPU on cgpu nodes (16 per ACK's 128MiB notes)",
+    )
     p.add_argument("-o", "--output", choices=("table", "json", "inspect"), default="table", help="output form")
     if workloads:
         p.add_argument("workloads", nargs="*", help="Pods and controllers to place: files, directories, -")
-        p.add_argument("--node-order", metavar="FILE",
-                       help="replay: 'namespace/name node' per line fixes each pod's node")
-        p.add_argument("--compare", action="append", default=[], metavar="KEY=V1,V2",
-                       help="run each variant and print them side by side (placement, semantics, gpu-memory-unit)")
+        p.add_argument(
+            "--node-order", metavar="FILE", help="replay: 'namespace/name node' per line fixes each pod's node"
+        )
+        p.add_argument(
+            "--compare",
+            action="append",
+            default=[],
+            metavar="KEY=V1,V2",
+            help="run each variant and print them side by side (placement, semantics, gpu-memory-unit)",
+        )
         p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="write a per-GPU allocation picture")
         p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
 
@@ -85,11 +121,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"gpushare {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _render_parser(sub)
-    _placement_args(sub.add_parser("place", help="dry-run: where would these pods land, and why not",
-                                   description="Place workloads on a fleet offline, as the scheduler would. "
-                                   "Exit 1 when a pod is invalid, 2 on unusable input."), workloads=True)
-    inspect = sub.add_parser("inspect", help="per-GPU allocation, like kubectl inspect gpushare",
-                             description="Show each node's GPU memory allocated/total from running pods.")
+    _placement_args(
+        sub.add_parser(
+            "place",
+            help="dry-run: where would these pods land, and why not",
+            description="Place workloads on a fleet offline, as the scheduler would. "
+            "Exit 1 when a pod is invalid, 2 on unusable input.",
+        ),
+        workloads=True,
+    )
+    inspect = sub.add_parser(
+        "inspect",
+        help="per-GPU allocation, like kubectl inspect gpushare",
+        description="Show each node's GPU memory allocated/total from running pods.",
+    )
     _placement_args(inspect, workloads=False)
     inspect.set_defaults(output="inspect")
     return p
@@ -136,11 +181,18 @@ def _cmd_place(args: argparse.Namespace) -> int:
 
     unit = args.gpu_memory_unit or ("1GiB" if args.semantics == "ack" else "GiB")
     request = PlaceRequest(
-        nodes=args.nodes, existing=args.existing, workloads=getattr(args, "workloads", []),
-        semantics=Semantics(args.semantics, args.placement, unit, args.cgpu_max_pods_per_gpu), input_unit=unit,
-        engine=getattr(args, "engine", "fast"), node_order=getattr(args, "node_order", None),
-        compare=getattr(args, "compare", []), output=args.output, plot=getattr(args, "plot", None),
-        kubeconfig=args.kubeconfig, context=args.context,
+        nodes=args.nodes,
+        existing=args.existing,
+        workloads=getattr(args, "workloads", []),
+        semantics=Semantics(args.semantics, args.placement, unit, args.cgpu_max_pods_per_gpu),
+        input_unit=unit,
+        engine=getattr(args, "engine", "fast"),
+        node_order=getattr(args, "node_order", None),
+        compare=getattr(args, "compare", []),
+        output=args.output,
+        plot=getattr(args, "plot", None),
+        kubeconfig=args.kubeconfig,
+        context=args.context,
     )
     return place_command(request, sys.stdout)
 

@@ -16,7 +16,7 @@ def _decimal(value: object) -> Decimal:
     if isinstance(value, bool) or value is None:
         raise QuantityError(f"{value!r} is not a quantity")
     try:
-        result = parse_quantity(value)
+        result = parse_quantity(value)  # type: ignore[no-untyped-call]
     except (ValueError, TypeError, InvalidOperation):
         raise QuantityError(f"{value!r} is not a quantity") from None
     if not result.is_finite():

@@ -19,8 +19,11 @@ def node(draw: st.DrawFn, i: int) -> dict[str, Any]:
         labels["ack.node.gpu.schedule"] = mode
     if draw(st.booleans()):
         labels["ack.node.gpu.placement"] = draw(st.sampled_from(["binpack", "spread"]))
-    capacity: dict[str, Any] = {"cpu": draw(st.sampled_from(["4", "8", "16"])), "memory": "64Gi",
-                                "pods": draw(st.sampled_from([3, 10, 110]))}
+    capacity: dict[str, Any] = {
+        "cpu": draw(st.sampled_from(["4", "8", "16"])),
+        "memory": "64Gi",
+        "pods": draw(st.sampled_from([3, 10, 110])),
+    }
     if gpus:
         capacity["aliyun.com/gpu-mem"] = gpus * per_gpu
         capacity["aliyun.com/gpu-count"] = gpus
@@ -31,8 +34,13 @@ def node(draw: st.DrawFn, i: int) -> dict[str, Any]:
         spec["unschedulable"] = True
     if draw(st.integers(0, 5)) == 0:
         spec["taints"] = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i:02d}", "labels": labels},
-            "spec": spec, "status": {"capacity": capacity, "allocatable": capacity}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"node-{i:02d}", "labels": labels},
+        "spec": spec,
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
 
 
 @st.composite
@@ -53,8 +61,19 @@ def pod_template(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.integers(0, 4)) == 0:
         spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
     if draw(st.integers(0, 9)) == 0:
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "ack.node.gpu.schedule", "operator": "NotIn", "values": ["cgpu"]}]}]}}}
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "ack.node.gpu.schedule", "operator": "NotIn", "values": ["cgpu"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
     return {"metadata": {"labels": labels}, "spec": spec}
 
 
@@ -64,10 +83,19 @@ def workload(draw: st.DrawFn, i: int) -> dict[str, Any]:
     kind = draw(st.sampled_from(["Pod", "Deployment", "StatefulSet", "Job"]))
     meta = {"name": f"w{i}", "namespace": "default"}
     if kind == "Pod":
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {**meta, **template["metadata"]}, "spec": template["spec"]}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {**meta, **template["metadata"]},
+            "spec": template["spec"],
+        }
     key = "parallelism" if kind == "Job" else "replicas"
-    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta,
-            "spec": {key: draw(st.integers(1, 6)), "template": template}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": meta,
+        "spec": {key: draw(st.integers(1, 6)), "template": template},
+    }
 
 
 @st.composite
@@ -79,9 +107,17 @@ def scenario(draw: st.DrawFn) -> dict[str, Any]:
     for n in nodes:
         count = n["status"]["capacity"].get("aliyun.com/gpu-count", 0)
         if count and draw(st.integers(0, 5)) == 0:
-            unhealthy.append({"apiVersion": "v1", "kind": "ConfigMap",
-                              "metadata": {"name": f"unhealthy-gpu-{n['metadata']['name']}", "namespace": "kube-system"},
-                              "data": {"gpus": str(draw(st.integers(0, count - 1)))}})
-    return {"nodes": nodes + unhealthy, "pods": workloads,
-            "semantics": draw(st.sampled_from(["ack", "upstream"])),
-            "placement": draw(st.sampled_from(["binpack", "spread"]))}
+            unhealthy.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": f"unhealthy-gpu-{n['metadata']['name']}", "namespace": "kube-system"},
+                    "data": {"gpus": str(draw(st.integers(0, count - 1)))},
+                }
+            )
+    return {
+        "nodes": nodes + unhealthy,
+        "pods": workloads,
+        "semantics": draw(st.sampled_from(["ack", "upstream"])),
+        "placement": draw(st.sampled_from(["binpack", "spread"])),
+    }

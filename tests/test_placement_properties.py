@@ -17,8 +17,17 @@ def snapshot(result: PlacementResult) -> dict[str, Any]:
         "placements": result.placements,
         "pending": result.pending,
         "invalid": result.invalid,
-        "nodes": [(n.name, n.cpu_used, n.memory_used, n.pods_used, n.gpu_mem_used,
-                   [(g.used, g.core_used, g.pods) for g in n.gpus]) for n in result.nodes],
+        "nodes": [
+            (
+                n.name,
+                n.cpu_used,
+                n.memory_used,
+                n.pods_used,
+                n.gpu_mem_used,
+                [(g.used, g.core_used, g.pods) for g in n.gpus],
+            )
+            for n in result.nodes
+        ],
     }
 
 

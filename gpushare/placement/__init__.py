@@ -19,8 +19,16 @@ from gpushare.placement.result import Assignment, Invalid, Pending, PlacementRes
 EngineName = Literal["fast", "reference"]
 
 __all__ = [
-    "Assignment", "Invalid", "Inventory", "Pending", "PlacementResult", "Semantics", "charge_existing",
-    "place", "place_files", "run",
+    "Assignment",
+    "Invalid",
+    "Inventory",
+    "Pending",
+    "PlacementResult",
+    "Semantics",
+    "charge_existing",
+    "place",
+    "place_files",
+    "run",
 ]
 
 
@@ -43,8 +51,16 @@ def charge_existing(nodes: list[Node], pods: Iterable[Pod], semantics: Semantics
         if pod.wants_gpu and pod.gpu_indices is not None:
             gpus = [g for g in node.gpus if g.index in pod.gpu_indices]
             share = pod.gpu_mem // max(1, len(pod.gpu_indices))
-            pod = Pod(pod.namespace, pod.name, share * len(gpus), max(1, len(gpus)), pod.core, pod.cpu, pod.memory,
-                      node=pod.node)
+            pod = Pod(
+                pod.namespace,
+                pod.name,
+                share * len(gpus),
+                max(1, len(gpus)),
+                pod.core,
+                pod.cpu,
+                pod.memory,
+                node=pod.node,
+            )
         elif pod.wants_gpu and semantics.name == "ack":
             gpus = plugins.choose_gpus(node, pod, semantics)
             if len(gpus) < pod.gpu_count:
@@ -54,8 +70,9 @@ def charge_existing(nodes: list[Node], pods: Iterable[Pod], semantics: Semantics
     return warnings
 
 
-def run(inventory: Inventory, semantics: Semantics, engine: EngineName = "fast",
-        node_order: Mapping[str, str] | None = None) -> PlacementResult:
+def run(
+    inventory: Inventory, semantics: Semantics, engine: EngineName = "fast", node_order: Mapping[str, str] | None = None
+) -> PlacementResult:
     """Place the inventory's new pods after charging its existing ones."""
     warnings = charge_existing(inventory.nodes, inventory.existing, semantics)
     runner = fast_engine.place if engine == "fast" else reference.place
@@ -73,18 +90,27 @@ def _sources(objects: Iterable[Mapping[str, Any]], where: str) -> list[Source]:
     return result
 
 
-def place(nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]], *,
-          existing: Iterable[Mapping[str, Any]] = (), semantics: Semantics | None = None,
-          engine: EngineName = "fast", node_order: Mapping[str, str] | None = None,
-          input_unit: str | None = None) -> PlacementResult:
+def place(
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    *,
+    existing: Iterable[Mapping[str, Any]] = (),
+    semantics: Semantics | None = None,
+    engine: EngineName = "fast",
+    node_order: Mapping[str, str] | None = None,
+    input_unit: str | None = None,
+) -> PlacementResult:
     """Where would `pods` (Pods and controllers) land on `nodes`, given the `existing` bound pods?"""
     semantics = semantics or Semantics()
-    inventory = build(_sources(nodes, "nodes"), _sources(existing, "existing"), _sources(pods, "pods"), semantics,
-                      input_unit)
+    inventory = build(
+        _sources(nodes, "nodes"), _sources(existing, "existing"), _sources(pods, "pods"), semantics, input_unit
+    )
     return run(inventory, semantics, engine, node_order)
 
 
-def place_files(nodes: Iterable[str], pods: Iterable[str], existing: Iterable[str] = (), **kwargs: Any) -> PlacementResult:
+def place_files(
+    nodes: Iterable[str], pods: Iterable[str], existing: Iterable[str] = (), **kwargs: Any
+) -> PlacementResult:
     """`place` over YAML files; unreadable YAML raises InputError naming the file and line."""
     docs = [[s for path in paths for s in read_documents(path)] for paths in (nodes, existing, pods)]
     semantics = kwargs.pop("semantics", None) or Semantics()

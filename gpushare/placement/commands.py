@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare.errors import InputError
-from gpushare.placement import run
 from gpushare.placement import compare as comparing
+from gpushare.placement import run
 from gpushare.placement.inputs import UNIT_MIB, Source, build, read_documents
 from gpushare.placement.model import Semantics
 from gpushare.placement.plot import write_plot
@@ -119,9 +119,13 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
 
 def _print_comparison(rows: list[tuple[str, Semantics, Any]], output: str, out: TextIO) -> None:
     if output == "json":
-        doc = {"apiVersion": "gpushare.io/v1alpha1", "kind": "PlacementComparison",
-               "variants": [{"variant": name, "semantics": to_dict(r)["semantics"], "summary": summary(r)}
-                            for name, _, r in rows]}
+        doc = {
+            "apiVersion": "gpushare.io/v1alpha1",
+            "kind": "PlacementComparison",
+            "variants": [
+                {"variant": name, "semantics": to_dict(r)["semantics"], "summary": summary(r)} for name, _, r in rows
+            ],
+        }
         json.dump(doc, out, indent=2)
         out.write("\n")
         return
@@ -129,8 +133,16 @@ def _print_comparison(rows: list[tuple[str, Semantics, Any]], output: str, out: 
     table = [header]
     for name, semantics, result in rows:
         s = summary(result)
-        table.append([name, str(s["placed"]), str(s["pending"]), str(s["invalid"]), f"{s['gpusTouched']}/{s['gpus']}",
-                      f"{s['fragmentation']} x {semantics.gpu_memory_unit}"])
+        table.append(
+            [
+                name,
+                str(s["placed"]),
+                str(s["pending"]),
+                str(s["invalid"]),
+                f"{s['gpusTouched']}/{s['gpus']}",
+                f"{s['fragmentation']} x {semantics.gpu_memory_unit}",
+            ]
+        )
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for row in table:
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")

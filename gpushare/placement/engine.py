@@ -27,12 +27,19 @@ Key = tuple[float, str, int]
 
 
 class CapacityIndex:
-    """Nodes by capacity value (0..limit), each capacity's nodes sorted by key; yields keys best-first for cap >= r."""
+    """Nodes by capacity value (0..limit), each capacity's nodes sorted by key; yields keys best-first for cap >= r.
 
-    def __init__(self, limit: int) -> None:
+    One index serves one kind of pod (node class, GPU count, cpu and memory request). Nothing is freed during
+    a run, so a node that once lacked cpu, memory or pod slots for it never fits it again: it is dropped.
+    """
+
+    def __init__(self, limit: int, m: int, kind: str) -> None:
         self.size = 1 << max(1, (limit + 1).bit_length())
         self.leaves: dict[int, SortedList] = {}
         self.best: list[Key | None] = [None] * (2 * self.size)
+        self.m = m
+        self.kind = kind
+        self.dropped: set[int] = set()
 
     def _refresh(self, cap: int) -> None:
         leaf = self.leaves.get(cap)
@@ -80,7 +87,7 @@ class CapacityIndex:
             hi >>= 1
         heapq.heapify(heap)
         while heap:
-            key, seg, pos = heapq.heappop(heap)
+            _key, seg, pos = heapq.heappop(heap)
             if seg >= size:  # a leaf: its keys in order
                 leaf = self.leaves[seg - size]
                 pos += 1
@@ -90,26 +97,39 @@ class CapacityIndex:
                 continue
             for child in (2 * seg, 2 * seg + 1):
                 if self.best[child] is not None:
-                    heapq.heappush(heap, (self.best[child], child, -1))  # type: ignore[arg-type]
+                    heapq.heappush(heap, (self.best[child], child, -1))  # type: ignore[misc]
 
 
-def capacity(node: Node, m: int) -> int:
-    """Memory each of m GPUs can give: the m-th largest free amount on the node."""
-    if m > len(node.gpus):
+def capacity(node: Node, m: int, kind: str, semantics: Semantics) -> int:
+    """What each of m GPUs can give a pod of this kind: the m-th largest free amount among GPUs that could take
+    it at all. An upper bound on fit, so a node below the request is rightly never looked at: under ACK a node
+    running the other kind of GPU pod gives 0, and so does a cgpu GPU at its pod limit or a GPU with no compute
+    left for a compute pod."""
+    if semantics.name == "ack":
+        if (kind == "compute" and node.mem_only_pods) or (kind == "mem" and node.compute_pods):
+            return 0
+        limit = semantics.cgpu_max_pods_per_gpu if node.mode == "cgpu" else None
+        frees = [
+            g.free for g in node.gpus if (limit is None or g.pods < limit) and (kind != "compute" or g.core_free > 0)
+        ]
+    else:
+        frees = [g.free for g in node.gpus]
+    if m > len(frees):
         return 0
     if m == 1:
-        return max((g.free for g in node.gpus), default=0)
-    return sorted((g.free for g in node.gpus), reverse=True)[m - 1]
+        return max(frees)
+    return sorted(frees, reverse=True)[m - 1]
 
 
 class NodeClass:
     """The nodes a kind of pod may use by labels and taints, with the static reasons of the others."""
 
-    def __init__(self, members: list[Node], static: Counter[str]) -> None:
+    def __init__(self, kind: str, members: list[Node], static: Counter[str]) -> None:
+        self.kind = kind
         self.members = members
         self.ids = {n.id for n in members}
         self.static = static
-        self.indexes: dict[int, CapacityIndex] = {}
+        self.indexes: dict[tuple[int, int, int], CapacityIndex] = {}
 
 
 class FastEngine:
@@ -118,7 +138,7 @@ class FastEngine:
         self.semantics = semantics
         self.limit = max((g.total for n in nodes for g in n.gpus), default=0)
         self.classes: dict[tuple[Any, ...], NodeClass] = {}
-        self.entries: dict[int, list[tuple[CapacityIndex, int]]] = {n.id: [] for n in nodes}
+        self.entries: dict[int, list[CapacityIndex]] = {n.id: [] for n in nodes}
         self.indexed: dict[tuple[int, int], tuple[int, Key]] = {}  # (node id, id(index)) -> (cap, key) stored
         self.dirty: set[int] = set()
         self.version = 0
@@ -140,30 +160,39 @@ class FastEngine:
                     members.append(node)
                 else:
                     static[reason] += 1
-            found = self.classes[signature] = NodeClass(members, static)
+            found = self.classes[signature] = NodeClass(signature[-1], members, static)
         return found
 
-    def index(self, cls: NodeClass, m: int) -> CapacityIndex:
-        found = cls.indexes.get(m)
+    def index(self, cls: NodeClass, pod: Pod) -> CapacityIndex:
+        slot = (pod.gpu_count, pod.cpu, pod.memory)
+        found = cls.indexes.get(slot)
         if found is None:
             self.flush()
-            found = cls.indexes[m] = CapacityIndex(self.limit)
+            found = cls.indexes[slot] = CapacityIndex(self.limit, pod.gpu_count, cls.kind)
             for node in cls.members:
-                cap, key = capacity(node, m), self.key(node)
+                cap, key = capacity(node, found.m, cls.kind, self.semantics), self.key(node)
                 found.add(cap, key)
-                self.entries[node.id].append((found, m))
+                self.entries[node.id].append(found)
                 self.indexed[(node.id, id(found))] = (cap, key)
         return found
+
+    def drop(self, index: CapacityIndex, node: Node) -> None:
+        """Take a node out of an index for good (see CapacityIndex)."""
+        self.flush()
+        cap, key = self.indexed.pop((node.id, id(index)))
+        index.remove(cap, key)
+        index.dropped.add(node.id)
+        self.entries[node.id].remove(index)
 
     def flush(self) -> None:
         """Bring the indexes up to date with the nodes that changed since the last search."""
         for node_id in self.dirty:
             node = self.nodes[node_id]
             key = self.key(node)
-            for index, m in self.entries[node_id]:
+            for index in self.entries[node_id]:
                 slot = (node_id, id(index))
                 old_cap, old_key = self.indexed[slot]
-                cap = capacity(node, m)
+                cap = capacity(node, index.m, index.kind, self.semantics)
                 if cap != old_cap or key != old_key:
                     index.remove(old_cap, old_key)
                     index.add(cap, key)
@@ -180,13 +209,29 @@ class FastEngine:
             node = self.nodes[memo[1]]
             if self.fits(node, pod):
                 return node
-        index = self.index(cls, pod.gpu_count)
+        index = self.index(cls, pod)
         self.flush()
+        spent = []
+        chosen = None
         for key in index.ordered(pod.per_gpu if pod.wants_gpu else 0):
             node = self.nodes[key[2]]
             if self.fits(node, pod):
-                return node
-        return None
+                chosen = node
+                break
+            if self.exhausted(node, pod):
+                spent.append(node)
+        for node in spent:
+            self.drop(index, node)
+        return chosen
+
+    @staticmethod
+    def exhausted(node: Node, pod: Pod) -> bool:
+        """Lacks pod slots, cpu or memory for this pod: permanent within a run."""
+        return (
+            node.pods_used + 1 > node.pods
+            or node.cpu_used + pod.cpu > node.cpu
+            or node.memory_used + pod.memory > node.memory
+        )
 
     def pending(self, pod: Pod, cls: NodeClass) -> Pending:
         memo_key = (pod.static_signature, pod.shape)
@@ -227,8 +272,9 @@ class FastEngine:
         result.pending.append(Pending(pod.namespace, pod.name, 0, (), pod.per_gpu))
 
 
-def place(nodes: list[Node], pods: list[Pod], semantics: Semantics,
-          node_order: dict[str, str] | None = None) -> PlacementResult:
+def place(
+    nodes: list[Node], pods: list[Pod], semantics: Semantics, node_order: dict[str, str] | None = None
+) -> PlacementResult:
     engine = FastEngine(nodes, semantics)
     result = PlacementResult(semantics, nodes=nodes)
     for pod in pods:

@@ -20,7 +20,7 @@ import yaml
 from gpushare import labels
 from gpushare.errors import InputError
 from gpushare.placement import plugins
-from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
+from gpushare.placement.model import Gpu, Node, Placement, Pod, Requirement, Semantics, Taint, Toleration
 from gpushare.quantity import QuantityError, count, milli, whole
 
 try:
@@ -108,14 +108,19 @@ def _sum_containers(spec: dict[str, Any], semantics: Semantics) -> dict[str, int
 
 
 def _affinity(spec: dict[str, Any]) -> tuple[tuple[Requirement, ...], ...]:
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = []
     for term in required.get("nodeSelectorTerms") or []:
-        reqs = [Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()))
-                for e in term.get("matchExpressions") or []]
-        reqs += [Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()), field=True)
-                 for e in term.get("matchFields") or []]
+        reqs = [
+            Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()))
+            for e in term.get("matchExpressions") or []
+        ]
+        reqs += [
+            Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()), field=True)
+            for e in term.get("matchFields") or []
+        ]
         terms.append(tuple(reqs))
     return tuple(terms)
 
@@ -123,12 +128,21 @@ def _affinity(spec: dict[str, Any]) -> tuple[tuple[Requirement, ...], ...]:
 def _tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
     return tuple(
         Toleration(t.get("key"), t.get("operator", "Equal"), t.get("value"), t.get("effect"))
-        for t in spec.get("tolerations") or [] if isinstance(t, dict)
+        for t in spec.get("tolerations") or []
+        if isinstance(t, dict)
     )
 
 
-def parse_pod(namespace: str, name: str, pod_labels: dict[str, Any], annotations: dict[str, Any],
-              spec: dict[str, Any], semantics: Semantics, unit_ratio: tuple[int, int], source: str) -> Pod:
+def parse_pod(
+    namespace: str,
+    name: str,
+    pod_labels: dict[str, Any],
+    annotations: dict[str, Any],
+    spec: dict[str, Any],
+    semantics: Semantics,
+    unit_ratio: tuple[int, int],
+    source: str,
+) -> Pod:
     """One pod; a problem the product would refuse becomes `invalid` with the reason."""
     base = Pod(namespace, name, source=source)
     try:
@@ -151,11 +165,13 @@ def parse_pod(namespace: str, name: str, pod_labels: dict[str, Any], annotations
                 return replace(base, invalid=f"label {labels.GPU_COUNT}={raw!r} is not a positive integer")
             gpu_count = int(raw)
             if gpu_mem % gpu_count:
-                return replace(base, invalid=f"{labels.GPU_MEM}={gpu_mem} is not divisible by "
-                                             f"{labels.GPU_COUNT}={gpu_count}")
+                return replace(
+                    base, invalid=f"{labels.GPU_MEM}={gpu_mem} is not divisible by {labels.GPU_COUNT}={gpu_count}"
+                )
             if gpu_count > 1 and core:
-                return replace(base, invalid=f"multi-GPU pods ({labels.GPU_COUNT}={gpu_count}) cannot request "
-                                             f"{labels.GPU_CORE}")
+                return replace(
+                    base, invalid=f"multi-GPU pods ({labels.GPU_COUNT}={gpu_count}) cannot request {labels.GPU_CORE}"
+                )
         if core and (core % 5 or not 5 <= core <= 100):
             return replace(base, invalid=f"{labels.GPU_CORE}={core} must be a multiple of 5 in 5..100")
         if core and not gpu_mem:
@@ -168,15 +184,38 @@ def parse_pod(namespace: str, name: str, pod_labels: dict[str, Any], annotations
             indices = tuple(int(i) for i in str(raw_idx).split(","))
         except ValueError:
             indices = None
-    return Pod(namespace, name, gpu_mem, gpu_count, core, totals["cpu"], totals["memory"], node_selector, affinity,
-               tolerations, node, indices, None, source)
+    return Pod(
+        namespace,
+        name,
+        gpu_mem,
+        gpu_count,
+        core,
+        totals["cpu"],
+        totals["memory"],
+        node_selector,
+        affinity,
+        tolerations,
+        node,
+        indices,
+        None,
+        source,
+    )
 
 
-def _pod_from_template(namespace: str, name: str, template: dict[str, Any], semantics: Semantics,
-                       ratio: tuple[int, int], source: str) -> Pod:
+def _pod_from_template(
+    namespace: str, name: str, template: dict[str, Any], semantics: Semantics, ratio: tuple[int, int], source: str
+) -> Pod:
     meta = template.get("metadata") or {}
-    return parse_pod(namespace, name, meta.get("labels") or {}, meta.get("annotations") or {},
-                     template.get("spec") or {}, semantics, ratio, source)
+    return parse_pod(
+        namespace,
+        name,
+        meta.get("labels") or {},
+        meta.get("annotations") or {},
+        template.get("spec") or {},
+        semantics,
+        ratio,
+        source,
+    )
 
 
 def expand(src: Source, semantics: Semantics, ratio: tuple[int, int]) -> Iterator[tuple[Pod, bool]]:
@@ -186,10 +225,22 @@ def expand(src: Source, semantics: Semantics, ratio: tuple[int, int]) -> Iterato
     meta = _meta(obj)
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or "unnamed")
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    raw_spec = obj.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
     if kind == "Pod":
-        yield parse_pod(namespace, name, meta.get("labels") or {}, meta.get("annotations") or {}, spec,
-                        semantics, ratio, src.where), False
+        yield (
+            parse_pod(
+                namespace,
+                name,
+                meta.get("labels") or {},
+                meta.get("annotations") or {},
+                spec,
+                semantics,
+                ratio,
+                src.where,
+            ),
+            False,
+        )
         return
     if kind == "CronJob":
         spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
@@ -197,12 +248,12 @@ def expand(src: Source, semantics: Semantics, ratio: tuple[int, int]) -> Iterato
     if kind == "DaemonSet":
         yield _pod_from_template(namespace, name, template, semantics, ratio, src.where), True
         return
-    if kind in ("Job", "CronJob"):
-        replicas = spec.get("parallelism", 1)
-    else:
-        replicas = spec.get("replicas", 1)
+    replicas = spec.get("parallelism", 1) if kind in ("Job", "CronJob") else spec.get("replicas", 1)
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        yield Pod(namespace, name, invalid=f"{kind} replicas {replicas!r} is not a whole number", source=src.where), False
+        yield (
+            Pod(namespace, name, invalid=f"{kind} replicas {replicas!r} is not a whole number", source=src.where),
+            False,
+        )
         return
     first = _pod_from_template(namespace, f"{name}-0", template, semantics, ratio, src.where)
     for i in range(replicas):
@@ -237,16 +288,36 @@ def parse_node(src: Source, unhealthy: dict[str, set[int]], semantics: Semantics
     bad = unhealthy.get(name, set())
     core_per_gpu = core // gpu_count if gpu_count and semantics.name == "ack" else 0
     gpus = [Gpu(i, per_gpu, i not in bad, core_total=core_per_gpu) for i in range(gpu_count)] if gpu_cap else []
-    taints = tuple(Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
-                   for t in spec.get("taints") or [] if isinstance(t, dict))
+    taints = tuple(
+        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
+        for t in spec.get("taints") or []
+        if isinstance(t, dict)
+    )
     mode = node_labels.get(labels.SCHEDULE_LABEL, "share" if gpu_cap else "")
-    placement = node_labels.get(labels.PLACEMENT_LABEL, semantics.placement)
-    if placement not in labels.PLACEMENTS:
-        placement = semantics.placement
-    address = next((str(a.get("address", "")) for a in status.get("addresses") or []
-                    if isinstance(a, dict) and a.get("type") == "InternalIP"), "")
-    return Node(name, node_labels, taints, bool(spec.get("unschedulable")), cpu, memory, pods, gpu_alloc, gpus,
-                mode, placement, address=address)  # type: ignore[arg-type]
+    label = node_labels.get(labels.PLACEMENT_LABEL)
+    placement: Placement = "spread" if label == "spread" else "binpack" if label == "binpack" else semantics.placement
+    address = next(
+        (
+            str(a.get("address", ""))
+            for a in status.get("addresses") or []
+            if isinstance(a, dict) and a.get("type") == "InternalIP"
+        ),
+        "",
+    )
+    return Node(
+        name,
+        node_labels,
+        taints,
+        bool(spec.get("unschedulable")),
+        cpu,
+        memory,
+        pods,
+        gpu_alloc,
+        gpus,
+        mode,
+        placement,
+        address=address,
+    )
 
 
 @dataclass
@@ -267,7 +338,7 @@ def _unhealthy(sources: Iterable[Source]) -> dict[str, set[int]]:
         if meta.get("namespace", "kube-system") != "kube-system":
             continue
         raw = str((src.obj.get("data") or {}).get("gpus", ""))
-        result[name[len(labels.UNHEALTHY_CONFIGMAP_PREFIX):]] = {int(i) for i in re.findall(r"\d+", raw)}
+        result[name[len(labels.UNHEALTHY_CONFIGMAP_PREFIX) :]] = {int(i) for i in re.findall(r"\d+", raw)}
     return result
 
 
@@ -276,8 +347,13 @@ def unit_ratio(input_unit: str, semantics: Semantics) -> tuple[int, int]:
     return UNIT_MIB[input_unit], UNIT_MIB[semantics.gpu_memory_unit]
 
 
-def build(node_docs: list[Source], existing_docs: list[Source], workload_docs: list[Source], semantics: Semantics,
-          input_unit: str | None = None) -> Inventory:
+def build(
+    node_docs: list[Source],
+    existing_docs: list[Source],
+    workload_docs: list[Source],
+    semantics: Semantics,
+    input_unit: str | None = None,
+) -> Inventory:
     """The model of the fleet; existing pods are charged to their nodes, DaemonSets expanded per eligible node."""
     ratio = unit_ratio(input_unit or semantics.gpu_memory_unit, semantics)
     everything = node_docs + existing_docs + workload_docs

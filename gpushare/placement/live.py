@@ -15,11 +15,11 @@ class ClusterError(GpushareError):
 def read_cluster(kubeconfig: str | None, context: str | None = None) -> tuple[list[Source], list[Source]]:
     """(nodes + kube-system ConfigMaps, pods) as plain objects, the way `kubectl get -o yaml` shows them."""
     from kubernetes import client, config
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
     try:
-        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
+        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
     except (config.ConfigException, OSError, TypeError) as exc:
         raise ClusterError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {exc}") from None
     core = client.CoreV1Api(api_client)
@@ -42,5 +42,7 @@ def read_cluster(kubeconfig: str | None, context: str | None = None) -> tuple[li
     except (HTTPError, OSError) as exc:
         raise ClusterError(f"cluster unreachable: {exc}") from None
     where = kubeconfig or "kubeconfig"
-    return ([Source(o, f"{where}:Node/{o['metadata']['name']}") for o in nodes + maps],
-            [Source(o, f"{where}:Pod/{o['metadata']['name']}") for o in pods])
+    return (
+        [Source(o, f"{where}:Node/{o['metadata']['name']}") for o in nodes + maps],
+        [Source(o, f"{where}:Pod/{o['metadata']['name']}") for o in pods],
+    )

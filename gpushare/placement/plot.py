@@ -19,6 +19,7 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = 400) 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         from matplotlib.colors import LinearSegmentedColormap
+        from matplotlib.patches import Rectangle
     except ImportError:
         raise InputError("--plot", str(path), "matplotlib installed (pip install 'gpushare[plot]')") from None
     nodes = [n for n in result.nodes if n.gpus][:max_nodes]
@@ -30,18 +31,27 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = 400) 
         for gpu in node.gpus:
             share = gpu.used / gpu.total if gpu.total else 0.0
             color = "#bbbbbb" if not gpu.healthy else cmap(share)
-            axes.add_patch(plt.Rectangle((gpu.index, row), 0.95, 0.9, color=color, hatch=None if gpu.healthy else "//"))
+            axes.add_patch(Rectangle((gpu.index, row), 0.95, 0.9, color=color, hatch=None if gpu.healthy else "//"))
             if width <= 16 and height <= 60:
-                axes.text(gpu.index + 0.47, row + 0.45, f"{gpu.used}/{gpu.total}", ha="center", va="center",
-                          fontsize=7, color="white" if share > 0.6 else "black")
+                axes.text(
+                    gpu.index + 0.47,
+                    row + 0.45,
+                    f"{gpu.used}/{gpu.total}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if share > 0.6 else "black",
+                )
     axes.set_xlim(0, width)
     axes.set_ylim(height, 0)
     axes.set_xticks([i + 0.47 for i in range(width)], [f"GPU{i}" for i in range(width)], fontsize=8)
-    axes.set_yticks([i + 0.45 for i in range(len(nodes))], [n.name for n in nodes],
-                    fontsize=7 if height <= 60 else 4)
+    axes.set_yticks([i + 0.45 for i in range(len(nodes))], [n.name for n in nodes], fontsize=7 if height <= 60 else 4)
     s = result.semantics
-    axes.set_title(f"GPU memory allocated ({s.name}, {s.placement}, unit {s.gpu_memory_unit})\n"
-                   f"{len(result.placements)} placed, {len(result.pending)} pending", fontsize=9)
+    axes.set_title(
+        f"GPU memory allocated ({s.name}, {s.placement}, unit {s.gpu_memory_unit})\n"
+        f"{len(result.placements)} placed, {len(result.pending)} pending",
+        fontsize=9,
+    )
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
     figure.tight_layout()

@@ -12,8 +12,9 @@ from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.result import Assignment, Invalid, Pending, PlacementResult
 
 
-def place(nodes: list[Node], pods: list[Pod], semantics: Semantics,
-          node_order: dict[str, str] | None = None) -> PlacementResult:
+def place(
+    nodes: list[Node], pods: list[Pod], semantics: Semantics, node_order: dict[str, str] | None = None
+) -> PlacementResult:
     result = PlacementResult(semantics, nodes=nodes)
     for pod in pods:
         if pod.invalid:

@@ -42,25 +42,58 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "semantics": {"name": sem.name, "placement": sem.placement, "gpuMemoryUnit": sem.gpu_memory_unit,
-                      "cgpuMaxPodsPerGpu": sem.cgpu_max_pods_per_gpu},
+        "semantics": {
+            "name": sem.name,
+            "placement": sem.placement,
+            "gpuMemoryUnit": sem.gpu_memory_unit,
+            "cgpuMaxPodsPerGpu": sem.cgpu_max_pods_per_gpu,
+        },
         "summary": summary(result),
-        "placements": [{"namespace": a.namespace, "name": a.name, "node": a.node,
-                        "gpus": [{"index": i, "units": u} for i, u in a.gpus], "core": a.core}
-                       for a in result.placements],
-        "pending": [{"namespace": p.namespace, "name": p.name, "message": p.message,
-                     "reasons": [{"reason": r, "nodes": c} for r, c in p.reasons]} for p in result.pending],
-        "invalid": [{"namespace": i.namespace, "name": i.name, "reason": i.reason, "source": i.source}
-                    for i in result.invalid],
+        "placements": [
+            {
+                "namespace": a.namespace,
+                "name": a.name,
+                "node": a.node,
+                "gpus": [{"index": i, "units": u} for i, u in a.gpus],
+                "core": a.core,
+            }
+            for a in result.placements
+        ],
+        "pending": [
+            {
+                "namespace": p.namespace,
+                "name": p.name,
+                "message": p.message,
+                "reasons": [{"reason": r, "nodes": c} for r, c in p.reasons],
+            }
+            for p in result.pending
+        ],
+        "invalid": [
+            {"namespace": i.namespace, "name": i.name, "reason": i.reason, "source": i.source} for i in result.invalid
+        ],
         "nodes": [node_dict(n) for n in result.nodes if n.gpus],
         "warnings": list(result.warnings),
     }
 
 
 def node_dict(node: Node) -> dict[str, Any]:
-    return {"name": node.name, "mode": node.mode, "placement": node.gpu_placement,
-            "gpus": [{"index": g.index, "used": g.used, "total": g.total, "healthy": g.healthy,
-                      "coreUsed": g.core_used, "coreTotal": g.core_total, "pods": g.pods} for g in node.gpus]}
+    return {
+        "name": node.name,
+        "mode": node.mode,
+        "placement": node.gpu_placement,
+        "gpus": [
+            {
+                "index": g.index,
+                "used": g.used,
+                "total": g.total,
+                "healthy": g.healthy,
+                "coreUsed": g.core_used,
+                "coreTotal": g.core_total,
+                "pods": g.pods,
+            }
+            for g in node.gpus
+        ],
+    }
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -90,9 +123,12 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
         lines += _table([[i.key, i.reason, i.source] for i in result.invalid])
     s = summary(result)
     unit = result.semantics.gpu_memory_unit
-    lines += ["", f"placed {s['placed']}, pending {s['pending']}, invalid {s['invalid']}; "
-              f"GPUs touched {s['gpusTouched']}/{s['gpus']}; GPU memory {s['gpuMemory']['used']}/"
-              f"{s['gpuMemory']['total']} x {unit}; fragmented {s['fragmentation']} x {unit}"]
+    lines += [
+        "",
+        f"placed {s['placed']}, pending {s['pending']}, invalid {s['invalid']}; "
+        f"GPUs touched {s['gpusTouched']}/{s['gpus']}; GPU memory {s['gpuMemory']['used']}/"
+        f"{s['gpuMemory']['total']} x {unit}; fragmented {s['fragmentation']} x {unit}",
+    ]
     lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines) + "\n"
 
@@ -108,8 +144,7 @@ def inspect_text(result: PlacementResult) -> str:
     for n in nodes:
         cells = [f"{g.used}/{g.total}" if g.healthy else f"{g.used}/{g.total}(unhealthy)" for g in n.gpus]
         cells += [""] * (width - len(cells))
-        rows.append([n.name, n.address] + cells +
-                    [f"{n.gpu_used}/{n.gpu_total}"])
+        rows.append([n.name, n.address, *cells, f"{n.gpu_used}/{n.gpu_total}"])
     lines = _table(rows)
     used = sum(n.gpu_used for n in nodes)
     total = sum(n.gpu_total for n in nodes)
