@@ -180,3 +180,16 @@ def test_node_without_gpus_is_not_a_gpu_node(fleet: Path, capsys: pytest.Capture
     assert code == 0 and report["placements"][0]["node"] == "cpu" and report["placements"][0]["gpus"] == []
     assert report["pending"][0]["reasons"] == [{"reason": "Insufficient aliyun.com/gpu-mem", "nodes": 1}]
     assert report["summary"]["gpuNodes"] == 0
+
+
+def test_unreachable_cluster_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }))
+    code, out, err = run(capsys, "inspect", "--kubeconfig", str(kubeconfig))
+    assert code == 2 and out == ""
+    assert "cluster unreachable" in err and len(err.strip().splitlines()) == 1
