@@ -8,6 +8,7 @@ so a second run costs nothing. `python tests/toolchain.py build [NAME...]` build
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -31,15 +32,34 @@ class ToolUnavailable(RuntimeError):
     """Go is missing, or the build failed: the message says what to install or what broke."""
 
 
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def need_tool(tool: Tool) -> Path:
+    """For tests: the built tool; without Go the test skips saying what to install, but under CI=true it fails."""
+    import pytest
+
+    try:
+        return tool.ensure()
+    except ToolUnavailable as exc:
+        if IN_CI:
+            pytest.fail(f"CI=true but {exc}")
+        pytest.skip(str(exc))
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     module: str  # module path whose version go.mod pins
     package: str  # package to build
+    dirname: str = ""  # tools module directory under tests/e2e/tools (default: name)
+    toolchain: str = ""  # GOTOOLCHAIN for releases today's Go no longer builds
+    tags: str = ""  # build tags
+    ldflags: str = ""  # extra linker flags (version stamps)
 
     @property
     def dir(self) -> Path:
-        return TOOLS_DIR / self.name
+        return TOOLS_DIR / (self.dirname or self.name)
 
     @property
     def version(self) -> str:
@@ -51,7 +71,10 @@ class Tool:
 
     @property
     def path(self) -> Path:
-        return cache_dir() / "bin" / f"{self.name}-{self.version}"
+        # the version is the pinned module's; a hash of the build options keeps a changed recipe from a stale cache
+        digest = hashlib.sha256(f"{self.tags}|{self.ldflags}|{self.toolchain}".encode()).hexdigest()[:8]
+        suffix = f"-{digest}" if self.tags or self.ldflags or self.toolchain else ""
+        return cache_dir() / "bin" / f"{self.name}-{self.version}{suffix}"
 
     def ensure(self, log: bool = True) -> Path:
         """The built binary, building it first when the cache lacks it."""
@@ -68,14 +91,14 @@ class Tool:
             started = time.monotonic()
             if log:
                 print(f"building {self.name} {self.version} (go build {self.package})...", file=sys.stderr)
-            tmp = self.path.with_suffix(".tmp")
-            result = subprocess.run(
-                [go, "build", "-trimpath", "-o", str(tmp), self.package],
-                cwd=self.dir,
-                capture_output=True,
-                text=True,
-                env={**os.environ, "CGO_ENABLED": "0"},
-            )
+            tmp = self.path.parent / f"{self.path.name}.tmp"
+            env = {**os.environ, "CGO_ENABLED": "0"}
+            if self.toolchain:
+                env["GOTOOLCHAIN"] = self.toolchain
+            command = [go, "build", "-trimpath", f"-ldflags=-s -w {self.ldflags}".strip(), "-o", str(tmp)]
+            if self.tags:
+                command.append(f"-tags={self.tags}")
+            result = subprocess.run([*command, self.package], cwd=self.dir, capture_output=True, text=True, env=env)
             if result.returncode != 0:
                 raise ToolUnavailable(f"building {self.name} failed:\n{result.stderr[-3000:]}")
             tmp.rename(self.path)
@@ -85,18 +108,107 @@ class Tool:
 
 
 HELM = Tool("helm", "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm")
-TOOLS: dict[str, Tool] = {t.name: t for t in (HELM,)}
+ETCD = Tool("etcd", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3")
+
+
+#: Where the newest patch cannot be built from the module proxy, the release the tests pin instead.
+RELEASE_OVERRIDES = {27: "v1.27.15"}  # k8s.io/mount-utils v0.27.16 is missing from the checksum database
+
+
+def kubernetes_release(minor: int) -> str:
+    """The pinned k8s.io/kubernetes release of a minor: the newest patch (gpushare.versions.LATEST_PATCH)."""
+    if minor in RELEASE_OVERRIDES:
+        return RELEASE_OVERRIDES[minor]
+    sys.path.insert(0, str(TOOLS_DIR.parents[2]))
+    from gpushare.versions import LATEST_PATCH
+
+    return f"v1.{minor}.{LATEST_PATCH[minor]}"
+
+
+def kube(program: str, minor: int) -> Tool:
+    """kube-apiserver or kube-scheduler of a minor, from tests/e2e/tools/k8s-v1.X.Y."""
+    release = kubernetes_release(minor)
+    # providerless: without the in-tree cloud providers, which the tests never use and which double the build
+    # the version a release build stamps, so the server reports v1.X.Y (helm checks kubeVersion against it)
+    stamps = " ".join(
+        f"-X {package}.{var}={value}"
+        for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+        for var, value in (("gitVersion", release), ("gitMajor", "1"), ("gitMinor", str(minor)),
+                           ("gitTreeState", "clean"), ("buildDate", "2024-01-01T00:00:00Z"))
+    )
+    return Tool(program, "k8s.io/kubernetes", f"k8s.io/kubernetes/cmd/{program}", f"k8s-{release}",
+                KUBE_TOOLCHAIN.get(minor, ""), tags="providerless", ldflags=stamps)
+
+
+#: Minors whose release today's Go cannot build (or builds into a binary that breaks), and the Go that can.
+KUBE_TOOLCHAIN: dict[int, str] = {}
+
+
+def control_plane_tools(minor: int) -> dict[str, Tool]:
+    return {"etcd": ETCD, "kube-apiserver": kube("kube-apiserver", minor), "kube-scheduler": kube("kube-scheduler", minor)}
+
+
+TOOLS: dict[str, Tool] = {t.name: t for t in (HELM, ETCD)}
+
+_STAGING = re.compile(r"^\s*(?:replace\s+)?(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/k8s\.io/[\w.-]+\s*$", re.M)
+_TOOLS_GO = """//go:build tools
+
+// Package tools pins the Kubernetes programs the end-to-end tests build; it is never compiled.
+package tools
+
+import (
+\t_ "k8s.io/kubernetes/cmd/kube-apiserver"
+\t_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
+"""
+
+
+def pin_kubernetes(version: str, go_line: str = "1.20") -> Path:
+    """Write tests/e2e/tools/k8s-<version>/ (go.mod with a replace per staging module, tools.go) and tidy it.
+
+    k8s.io/kubernetes replaces its staging modules with local paths; a module that depends on it must
+    map each to the published v0.X.Y release instead.
+    """
+    go = shutil.which("go")
+    if go is None:
+        raise ToolUnavailable("pinning needs Go")
+    info = subprocess.run([go, "mod", "download", "-json", f"k8s.io/kubernetes@{version}"], capture_output=True,
+                          text=True, check=True)
+    import json
+
+    gomod = Path(json.loads(info.stdout)["GoMod"]).read_text()
+    staging = sorted(set(_STAGING.findall(gomod)))
+    release = "v0." + version.split(".", 1)[1]
+    directory = TOOLS_DIR / f"k8s-{version}"
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = [f"module gpushare.local/tools/k8s-{version}", "", f"go {go_line}", "",
+             f"require k8s.io/kubernetes {version}", "", "replace ("]
+    lines += [f"\t{module} => {module} {release}" for module in staging]
+    lines += [")", ""]
+    (directory / "go.mod").write_text("\n".join(lines))
+    (directory / "tools.go").write_text(_TOOLS_GO)
+    subprocess.run([go, "mod", "tidy"], cwd=directory, check=True, env={**os.environ, "GOFLAGS": "-mod=mod"})
+    return directory
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["pin-kubernetes"] and len(argv) >= 2:
+        for version in argv[1:]:
+            print(pin_kubernetes(version))
+        return 0
     if not argv or argv[0] != "build":
-        print("usage: python tests/toolchain.py build [NAME...]", file=sys.stderr)
+        print("usage: python tests/toolchain.py build [NAME...] | pin-kubernetes vX.Y.Z...", file=sys.stderr)
         return 2
     names = argv[1:] or list(TOOLS)
     for name in names:
-        started = time.monotonic()
-        path = TOOLS[name].ensure()
-        print(f"{name}: {path} ({time.monotonic() - started:.1f}s)")
+        if name.startswith("1."):  # a minor: its control plane
+            tools = list(control_plane_tools(int(name.split(".")[1])).values())
+        else:
+            tools = [TOOLS[name]]
+        for tool in tools:
+            started = time.monotonic()
+            path = tool.ensure()
+            print(f"{tool.name} {tool.version}: {path} ({time.monotonic() - started:.1f}s)")
     return 0
 
 

@@ -1,0 +1,100 @@
+"""The rendered installer against a real kube-apiserver and kube-scheduler of each minor."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from cluster import ControlPlane, StartError, tail
+
+from kube import api, create_node, gpu_node
+from toolchain import HELM, need_tool
+
+from gpushare import render
+from gpushare import schedconfig
+from gpushare.context import Context
+from gpushare.settings import load_settings
+from gpushare.template import text_of
+from gpushare.versions import CONFIG_APIS, POLICY, served_apis
+
+pytestmark = pytest.mark.e2e
+
+
+def helm(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(need_tool(HELM)), *args, "--kubeconfig", str(kubeconfig)], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("doc", [
+    {"profile": "open-source"},
+    {"profile": "ack", "isolation": ["share", "cgpu"], "scheduler": {"mode": "secondary"}},
+    {"profile": "ack", "isolation": ["share", "core_mem"], "computeAllocation": True, "region": "cn-beijing"},
+], ids=["open-source", "ack-secondary-cgpu", "ack-managed-compute"])
+def test_helm_install_every_object_accepted(cluster: ControlPlane, tmp_path: Path, doc: dict) -> None:
+    for version in (f"1.{cluster.minor}", None):  # the chart for this minor, then the universal chart
+        settings = {**doc, **({"kubernetesVersion": version} if version else {})}
+        chart = tmp_path / f"chart-{version}"
+        rendered = render(settings, format="chart", output=chart)
+        result = helm("install", "gpushare", str(chart), "-n", "kube-system", "--wait=false",
+                      kubeconfig=cluster.kubeconfig)
+        assert result.returncode == 0, result.stderr
+        manifest = helm("get", "manifest", "gpushare", "-n", "kube-system", kubeconfig=cluster.kubeconfig)
+        installed = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(manifest.stdout) if d}
+        expected = {(o["kind"], o["metadata"]["name"]) for o in render({**settings, "kubernetesVersion": version or
+                                                                        f"1.{cluster.minor}"},
+                                                                       format="manifests").objects}
+        assert installed == expected
+        core = api(cluster.kubeconfig)
+        for kind, name in installed:
+            if kind == "ConfigMap":
+                data = core.read_namespaced_config_map(name, "kube-system").data
+                assert any(f"kubescheduler.config.k8s.io/{served_apis(cluster.minor)[-1]}" in t or "Policy" in t
+                           for t in data.values())
+        assert rendered.files["Chart.yaml"]
+        result = helm("uninstall", "gpushare", "-n", "kube-system", "--wait", kubeconfig=cluster.kubeconfig)
+        assert result.returncode == 0, result.stderr
+
+
+def scheduler_args(cluster: ControlPlane, tmp_path: Path, api_name: str) -> list[str]:
+    """What the rendered secondary scheduler runs, with a kubeconfig instead of the in-cluster config."""
+    settings = load_settings({"profile": "open-source", "scheduler": {"mode": "secondary"}})
+    config = schedconfig.configuration(Context(settings), api_name, control_plane=False)
+    text, _ = text_of(config, schedconfig.serialise(api_name))
+    if api_name == POLICY:
+        path = tmp_path / "policy.json"
+        path.write_text(text)
+        return [f"--policy-config-file={path}", "--scheduler-name=gpushare-scheduler", "--leader-elect=false",
+                f"--kubeconfig={cluster.kubeconfig}"]
+    document = yaml.safe_load(text)
+    document["clientConnection"] = {"kubeconfig": str(cluster.kubeconfig)}
+    document["leaderElection"]["leaderElect"] = False
+    path = tmp_path / f"config-{api_name}.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return [f"--config={path}"]
+
+
+@pytest.mark.parametrize("api_name", CONFIG_APIS)
+def test_scheduler_accepts_exactly_the_apis_the_generator_allows(cluster: ControlPlane, tmp_path: Path,
+                                                                 api_name: str) -> None:
+    served = api_name in served_apis(cluster.minor)
+    process, port = cluster.start_scheduler(scheduler_args(cluster, tmp_path, api_name), name=f"sched-{api_name}")
+    try:
+        if served:
+            cluster.wait_http(process, f"https://127.0.0.1:{port}/healthz", cert=False, timeout=60)
+        else:
+            try:
+                process.popen.wait(60)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"1.{cluster.minor} kube-scheduler kept running with {api_name}:\n{tail(process.log)}")
+            assert process.popen.returncode != 0
+            log = process.log.read_text(errors="replace")
+            assert api_name in log or "policy-config-file" in log, log[-2000:]
+            with pytest.raises(Exception, match="is not allowed"):
+                render({"profile": "open-source", "kubernetesVersion": f"1.{cluster.minor}",
+                        "scheduler": {"configApi": api_name}}, format="manifests")
+    finally:
+        process.stop()
