@@ -56,6 +56,7 @@ class Tool:
     toolchain: str = ""  # GOTOOLCHAIN for releases today's Go no longer builds
     tags: str = ""  # build tags
     ldflags: str = ""  # extra linker flags (version stamps)
+    openapi: bool = False  # k8s.io/kubernetes releases that shipped without their generated OpenAPI code
 
     @property
     def dir(self) -> Path:
@@ -98,7 +99,11 @@ class Tool:
             command = [go, "build", "-trimpath", f"-ldflags=-s -w {self.ldflags}".strip(), "-o", str(tmp)]
             if self.tags:
                 command.append(f"-tags={self.tags}")
-            result = subprocess.run([*command, self.package], cwd=self.dir, capture_output=True, text=True, env=env)
+            workdir = self.dir
+            if self.openapi:
+                workdir = openapi_workspace(go, self.dir, env)
+                env["GOFLAGS"] = "-mod=mod"
+            result = subprocess.run([*command, self.package], cwd=workdir, capture_output=True, text=True, env=env)
             if result.returncode != 0:
                 raise ToolUnavailable(f"building {self.name} failed:\n{result.stderr[-3000:]}")
             tmp.rename(self.path)
@@ -111,14 +116,8 @@ HELM = Tool("helm", "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm")
 ETCD = Tool("etcd", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3")
 
 
-#: Where the newest patch cannot be built from the module proxy, the release the tests pin instead.
-RELEASE_OVERRIDES = {27: "v1.27.15"}  # k8s.io/mount-utils v0.27.16 is missing from the checksum database
-
-
 def kubernetes_release(minor: int) -> str:
     """The pinned k8s.io/kubernetes release of a minor: the newest patch (gpushare.versions.LATEST_PATCH)."""
-    if minor in RELEASE_OVERRIDES:
-        return RELEASE_OVERRIDES[minor]
     sys.path.insert(0, str(TOOLS_DIR.parents[2]))
     from gpushare.versions import LATEST_PATCH
 
@@ -137,7 +136,7 @@ def kube(program: str, minor: int) -> Tool:
                            ("gitTreeState", "clean"), ("buildDate", "2024-01-01T00:00:00Z"))
     )
     return Tool(program, "k8s.io/kubernetes", f"k8s.io/kubernetes/cmd/{program}", f"k8s-{release}",
-                KUBE_TOOLCHAIN.get(minor, ""), tags="providerless", ldflags=stamps)
+                KUBE_TOOLCHAIN.get(minor, ""), tags="providerless", ldflags=stamps, openapi=minor < 24)
 
 
 #: Minors whose release today's Go cannot build (or builds into a binary that breaks), and the Go that can.
@@ -163,6 +162,82 @@ import (
 """
 
 
+def openapi_workspace(go: str, tools: Path, env: dict[str, str]) -> Path:
+    """A build workspace for a k8s.io/kubernetes release whose module lacks pkg/generated/openapi (before 1.24).
+
+    Kubernetes generated that file at build time then (build/root/Makefile.generated_files); this does the
+    same: a writable copy of the release, openapi-gen (k8s.io/kube-openapi at the version the release pins)
+    over every package tagged `+k8s:openapi-gen=`, and a copy of the tools module that replaces
+    k8s.io/kubernetes with the copy. Cached: a second build reuses it.
+    """
+    import json
+
+    workspace = cache_dir() / "src" / tools.name
+    module = workspace / "module"
+    done = workspace / ".done"
+    if done.exists():
+        return module
+    shutil.rmtree(workspace, ignore_errors=True)
+    module.mkdir(parents=True)
+    for name in ("go.mod", "go.sum", "tools.go"):
+        shutil.copy(tools / name, module / name)
+
+    def go_json(*args: str) -> list[dict[str, str]]:
+        out = subprocess.run([go, *args], cwd=module, capture_output=True, text=True, env=env, check=True).stdout
+        return [json.loads("{" + chunk) for chunk in out.strip().lstrip("{").split("\n{") if chunk.strip()]
+
+    mods = {m["Path"]: m for m in go_json("list", "-m", "-json", "all") if "Path" in m}
+    source = workspace / "kubernetes"
+    shutil.copytree(mods["k8s.io/kubernetes"]["Dir"], source)
+    for root, dirs, files in os.walk(source):
+        for name in dirs + files:
+            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+    os.chmod(source, 0o755)
+    with open(module / "go.mod", "a") as handle:
+        handle.write(f"\nreplace k8s.io/kubernetes => {source}\n")
+    generator = workspace / "openapi-gen"
+    subprocess.run([go, "build", "-o", str(generator), "k8s.io/kube-openapi/cmd/openapi-gen"], cwd=module,
+                   env={**env, "GOFLAGS": "-mod=mod"}, check=True, capture_output=True)
+    skip = ("k8s.io/code-generator", "k8s.io/sample-apiserver")
+    roots = [("k8s.io/kubernetes", source)] + [(path, Path(m["Dir"])) for path, m in mods.items()
+                                                if path.startswith("k8s.io/") and m.get("Dir") and path not in skip
+                                                and (m.get("Replace") or {}).get("Path", "").startswith("k8s.io/")]
+    packages: set[str] = set()
+    for path, root in roots:
+        for directory, _, files in os.walk(root):
+            if "/vendor" in directory or "/testdata" in directory or "/_" in directory:
+                continue
+            for name in files:
+                if name.endswith(".go") and "+k8s:openapi-gen=" in (Path(directory) / name).read_text(errors="ignore"):
+                    relative = os.path.relpath(directory, root)
+                    packages.add(path if relative == "." else f"{path}/{relative}")
+                    break
+    output = workspace / "generated"
+    result = subprocess.run([str(generator), "-i", ",".join(sorted(packages)), "-p", "k8s.io/kubernetes/pkg/generated/openapi",
+                             "-O", "zz_generated.openapi", "-o", str(output), "-r", "/dev/null",
+                             "-h", str(source / "hack" / "boilerplate" / "boilerplate.generatego.txt")],
+                            cwd=module, env={**env, "GOFLAGS": "-mod=mod"}, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ToolUnavailable(f"openapi-gen failed for {tools.name}:\n{result.stderr[-3000:]}")
+    shutil.copy(output / "k8s.io/kubernetes/pkg/generated/openapi/zz_generated.openapi.go",
+                source / "pkg" / "generated" / "openapi" / "zz_generated.openapi.go")
+    done.touch()
+    return module
+
+
+def _available(go: str, module: str, release: str) -> str:
+    """`release`, or the nearest earlier patch of it when the module proxy lacks that one (it has gaps)."""
+    major_minor, patch = release.rsplit(".", 1)
+    for candidate in range(int(patch), -1, -1):
+        version = f"{major_minor}.{candidate}"
+        result = subprocess.run([go, "mod", "download", "-json", f"{module}@{version}"], capture_output=True, text=True)
+        if result.returncode == 0 and '"Error"' not in result.stdout:
+            if candidate != int(patch):
+                print(f"{module} {release} is not available; pinning {version}", file=sys.stderr)
+            return version
+    raise ToolUnavailable(f"no release of {module} {major_minor}.x is available")
+
+
 def pin_kubernetes(version: str, go_line: str = "1.20") -> Path:
     """Write tests/e2e/tools/k8s-<version>/ (go.mod with a replace per staging module, tools.go) and tidy it.
 
@@ -183,7 +258,7 @@ def pin_kubernetes(version: str, go_line: str = "1.20") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     lines = [f"module gpushare.local/tools/k8s-{version}", "", f"go {go_line}", "",
              f"require k8s.io/kubernetes {version}", "", "replace ("]
-    lines += [f"\t{module} => {module} {release}" for module in staging]
+    lines += [f"\t{module} => {module} {_available(go, module, release)}" for module in staging]
     lines += [")", ""]
     (directory / "go.mod").write_text("\n".join(lines))
     (directory / "tools.go").write_text(_TOOLS_GO)
