@@ -40,5 +40,8 @@ def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict
                             settings = load_settings(document)
                         except InputError:
                             continue
-                        if all(f.rule.severity != "error" for f in rules.evaluate(settings)):
-                            yield document
+                        try:
+                            rules.enforce(settings)
+                        except InputError:
+                            continue
+                        yield document

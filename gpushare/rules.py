@@ -1,33 +1,62 @@
 """The product's rules as data, evaluated by one engine.
 
-A rule is an entry: a stable ID, a severity, what it checks, how to fix it and where the rule comes
-from. `check` returns the offending (field, value, allowed) triples; the engine turns them into
-findings. The generator refuses error findings on its settings; `gpushare validate` reuses the same
-entries so both speak with one voice.
+A rule is an entry: a stable ID, a severity, what it applies to (the installer settings, a workload's
+pod template, a Node, or the cluster's facts), how to fix it and where the rule comes from. Its
+`check` returns the offending (field, value, allowed) triples; the engine turns them into findings.
+`gpushare render` refuses error findings on its settings, `gpushare validate` and `gpushare preflight`
+report them all: one set of entries (`gpushare.ruleset`), one voice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gpushare import profiles, versions
 from gpushare.errors import InputError
 from gpushare.settings import InstallerSettings
 
 Severity = Literal["error", "warning"]
+Target = Literal["settings", "workload", "node", "cluster"]
 Offence = tuple[str, Any, str]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What is known about the cluster: flags, a live read, and the other objects being validated."""
+
+    region: str | None = None
+    kube_version: str | None = None  # as the cluster reports it (may be outside 1.20-1.28)
+    scheduler_version: str | None = None
+    cgpu_version: str | None = None
+    driver_version: str | None = None
+    docker_version: str | None = None
+    chart_version: str | None = None
+    settings: InstallerSettings | None = None
+    nodes: Sequence[Any] = ()  # gpushare.ruleset.objects.NodeView
+    workloads: Sequence[Any] = ()  # gpushare.ruleset.objects.PodView
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Rule:
     id: str
     severity: Severity
+    target: Target
     summary: str
     remediation: str
     source: str
-    check: Callable[[InstallerSettings], Iterable[Offence]]
+    check: Callable[[Any, Context], Iterable[Offence]]
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One thing the rules look at, and where it came from (file:line, or a cluster object)."""
+
+    target: Target
+    name: str
+    where: str
+    obj: Any
 
 
 @dataclass(frozen=True)
@@ -36,243 +65,40 @@ class Finding:
     field: str
     value: Any
     allowed: str
+    subject: str = ""
+    where: str = ""
 
     @property
     def message(self) -> str:
         return f"{self.field}: {self.value!r} is not allowed; expected {self.allowed} [{self.rule.id}]"
 
 
-def _unit(s: InstallerSettings) -> Iterable[Offence]:
-    units = s.profile_info.memory_units
-    if s.gpu_memory_unit not in units:
-        yield "gpuMemoryUnit", s.gpu_memory_unit, f"one of {', '.join(units)} for profile {s.profile}"
+def evaluate_one(target: Any, ctx: Context, rules: Iterable[Rule], subject: Subject | None = None) -> list[Finding]:
+    name, where = (subject.name, subject.where) if subject else ("", "")
+    return [Finding(rule, *offence, name, where) for rule in rules for offence in rule.check(target, ctx)]
 
 
-def _isolation(s: InstallerSettings) -> Iterable[Offence]:
-    allowed = s.profile_info.isolation_modes
-    for mode in s.isolation:
-        if mode not in allowed:
-            yield "isolation", mode, f"one of {', '.join(allowed)} for profile {s.profile}"
-    if len(set(s.isolation)) != len(s.isolation):
-        yield "isolation", s.isolation, "each mode at most once"
+def evaluate(subjects: Iterable[Subject], ctx: Context, rules: Iterable[Rule] | None = None) -> list[Finding]:
+    """Every finding of every rule on every subject of its target kind, in subject then rule order."""
+    from gpushare.ruleset import RULES
 
-
-def _scheduler_mode(s: InstallerSettings) -> Iterable[Offence]:
-    allowed = s.profile_info.scheduler_modes
-    if s.scheduler.mode not in allowed:
-        yield "scheduler.mode", s.scheduler.mode, f"one of {', '.join(allowed)} for profile {s.profile}"
-
-
-def _compute_profile(s: InstallerSettings) -> Iterable[Offence]:
-    if s.compute_allocation and not s.profile_info.compute_allocation:
-        yield "computeAllocation", True, f"false for profile {s.profile} (compute allocation is an ACK Pro feature)"
-
-
-def _compute_core_mem(s: InstallerSettings) -> Iterable[Offence]:
-    if s.profile_info.compute_allocation and s.compute_allocation != ("core_mem" in s.isolation):
-        if s.compute_allocation:
-            yield "isolation", s.isolation, "core_mem among the modes when computeAllocation is true"
-        else:
-            yield "computeAllocation", False, "true when core_mem nodes are served"
-
-
-def _compute_managed(s: InstallerSettings) -> Iterable[Offence]:
-    if s.compute_allocation and s.scheduler.mode != profiles.MANAGED:
-        yield "scheduler.mode", s.scheduler.mode, "managed when computeAllocation is true (ACK Pro's scheduler)"
-
-
-def _compute_region(s: InstallerSettings) -> Iterable[Offence]:
-    if s.compute_allocation and s.region is not None and s.region not in profiles.COMPUTE_REGIONS:
-        yield "region", s.region, f"a region with compute allocation: {', '.join(profiles.COMPUTE_REGIONS)}"
-
-
-def _compute_region_unknown(s: InstallerSettings) -> Iterable[Offence]:
-    if s.compute_allocation and s.region is None:
-        yield "region", None, "the cluster's region, so compute-allocation support can be checked"
-
-
-def _config_api_served(s: InstallerSettings) -> Iterable[Offence]:
-    version = s.version
-    if s.scheduler.mode == profiles.MANAGED or s.scheduler.config_api == "auto":
-        return
-    if version is None:
-        yield (
-            "scheduler.configApi",
-            s.scheduler.config_api,
-            "auto when kubernetesVersion is unset (the chart then picks the API from the cluster's version)",
-        )
-        return
-    try:
-        versions.choose_api(s.scheduler.config_api, version.minor)
-    except InputError as exc:
-        yield exc.field, exc.value, exc.allowed
-
-
-def _config_api_deprecated(s: InstallerSettings) -> Iterable[Offence]:
-    version = s.version
-    api = s.scheduler.config_api
-    if s.scheduler.mode == profiles.MANAGED or version is None or api == "auto":
-        return
-    if api in versions.served_apis(version.minor) and versions.is_deprecated(api, version.minor):
-        yield (
-            "scheduler.configApi",
-            api,
-            f"{versions.default_api(version.minor)} (not deprecated in 1.{version.minor})",
-        )
-
-
-def _config_api_managed(s: InstallerSettings) -> Iterable[Offence]:
-    if s.scheduler.mode == profiles.MANAGED and s.scheduler.config_api != "auto":
-        yield "scheduler.configApi", s.scheduler.config_api, "auto with scheduler.mode managed (ACK runs the scheduler)"
-
-
-def _small_unit_cgpu(s: InstallerSettings) -> Iterable[Offence]:
-    if s.gpu_memory_unit == "128MiB" and "cgpu" in s.isolation:
-        yield "isolation", s.isolation, "share nodes for 128MiB units (cgpu nodes still hold at most 16 pods per GPU)"
-
-
-def _small_unit_autoscaling(s: InstallerSettings) -> Iterable[Offence]:
-    if s.gpu_memory_unit == "128MiB":
-        yield "gpuMemoryUnit", s.gpu_memory_unit, "1GiB if node autoscaling must add nodes for pending GPU pods"
-
-
-def _control_plane_version(s: InstallerSettings) -> Iterable[Offence]:
-    if s.scheduler.mode == profiles.CONTROL_PLANE and s.version is None:
-        yield (
-            "kubernetesVersion",
-            None,
-            "the control plane's version (1.20-1.28 or v1.X.Y): control-plane files are written for one version",
-        )
-
-
-RULES: tuple[Rule, ...] = (
-    Rule(
-        "GS101",
-        "error",
-        "GPU memory unit must be one the profile supports",
-        "Use 1GiB or 128MiB with profile ack, GiB or MiB with open-source.",
-        "seed 000; upstream-plugin",
-        _unit,
-    ),
-    Rule(
-        "GS102",
-        "error",
-        "Isolation modes must be ones the profile supports",
-        "The open-source device plugin shares without isolation: use isolation [share].",
-        "seed 001; facts 5",
-        _isolation,
-    ),
-    Rule(
-        "GS103",
-        "error",
-        "Scheduler mode must be one the profile supports",
-        "managed needs ACK Pro; elsewhere use secondary or control-plane.",
-        "facts 6",
-        _scheduler_mode,
-    ),
-    Rule(
-        "GS104",
-        "error",
-        "Compute allocation needs the ack profile",
-        "Drop computeAllocation or use profile ack on ACK Pro.",
-        "seed 002",
-        _compute_profile,
-    ),
-    Rule(
-        "GS105",
-        "error",
-        "Compute allocation and core_mem nodes go together",
-        "Set computeAllocation: true together with isolation core_mem.",
-        "seed 002",
-        _compute_core_mem,
-    ),
-    Rule(
-        "GS106",
-        "error",
-        "Compute allocation needs ACK Pro's managed scheduler",
-        "Use scheduler.mode managed on ACK Pro.",
-        "seed 002",
-        _compute_managed,
-    ),
-    Rule(
-        "GS107",
-        "error",
-        "Compute allocation is offered in some regions only",
-        "Use a cluster in a listed region or disable computeAllocation.",
-        "seed 002",
-        _compute_region,
-    ),
-    Rule(
-        "GS108",
-        "warning",
-        "Region unknown: compute-allocation support not checked",
-        "Pass --region so the region list can be checked.",
-        "seed 002",
-        _compute_region_unknown,
-    ),
-    Rule(
-        "GS109",
-        "error",
-        "Scheduler configuration API must be served by the target Kubernetes minor",
-        "Use --scheduler-config-api auto, or one the minor serves.",
-        "facts 6",
-        _config_api_served,
-    ),
-    Rule(
-        "GS110",
-        "warning",
-        "Scheduler configuration API is deprecated in the target minor",
-        "Use the minor's newest API (auto).",
-        "facts 6",
-        _config_api_deprecated,
-    ),
-    Rule(
-        "GS111",
-        "warning",
-        "Scheduler configuration API is ignored in managed mode",
-        "Leave scheduler.configApi at auto.",
-        "facts 6",
-        _config_api_managed,
-    ),
-    Rule(
-        "GS112",
-        "warning",
-        "128MiB units on cgpu nodes still cap a GPU at 16 pods",
-        "Serve share nodes for fine-grained units, or plan for 16 pods per GPU.",
-        "seed 000",
-        _small_unit_cgpu,
-    ),
-    Rule(
-        "GS113",
-        "warning",
-        "Node autoscaling does not scale out for 128MiB requests",
-        "Keep 1GiB units in autoscaled node pools.",
-        "seed 000",
-        _small_unit_autoscaling,
-    ),
-    Rule(
-        "GS114",
-        "error",
-        "control-plane mode needs the control plane's Kubernetes version",
-        "Pass --kube-version with the version kubeadm runs.",
-        "facts 6",
-        _control_plane_version,
-    ),
-)
-
-
-def evaluate(settings: InstallerSettings, rules: Iterable[Rule] = RULES) -> list[Finding]:
-    """Every finding of every rule, in rule order."""
-    return [Finding(rule, *offence) for rule in rules for offence in rule.check(settings)]
+    by_target: dict[str, list[Rule]] = {}
+    for rule in RULES if rules is None else rules:
+        by_target.setdefault(rule.target, []).append(rule)
+    findings: list[Finding] = []
+    for subject in subjects:
+        findings += evaluate_one(subject.obj, ctx, by_target.get(subject.target, ()), subject)
+    return findings
 
 
 def enforce(settings: InstallerSettings, where: str | None = None) -> list[Finding]:
-    """Raise the first error finding as an InputError; return the warnings for the caller to show."""
-    findings = evaluate(settings)
+    """The settings rules on the generator's settings: raise the first error as an InputError, return warnings."""
+    from gpushare.ruleset import RULES
+
+    version = settings.version
+    ctx = Context(region=settings.region, kube_version=version.full if version else None, settings=settings)
+    findings = evaluate_one(settings, ctx, [r for r in RULES if r.target == "settings"])
     for finding in findings:
         if finding.rule.severity == "error":
             raise InputError(finding.field, finding.value, f"{finding.allowed} [{finding.rule.id}]", where)
     return findings
-
-
-__all__ = ["RULES", "Finding", "Rule", "enforce", "evaluate"]

@@ -225,8 +225,9 @@ def openapi_workspace(go: str, tools: Path, env: dict[str, str]) -> Path:
     return module
 
 
-def _available(go: str, module: str, release: str) -> str:
-    """`release`, or the nearest earlier patch of it when the module proxy lacks that one (it has gaps)."""
+def _available(go: str, module: str, release: str) -> str | None:
+    """`release`, or the nearest earlier patch of it when the module proxy lacks that one (it has gaps);
+    None when it has none (then the module must be one the tools never import)."""
     major_minor, patch = release.rsplit(".", 1)
     for candidate in range(int(patch), -1, -1):
         version = f"{major_minor}.{candidate}"
@@ -235,7 +236,8 @@ def _available(go: str, module: str, release: str) -> str:
             if candidate != int(patch):
                 print(f"{module} {release} is not available; pinning {version}", file=sys.stderr)
             return version
-    raise ToolUnavailable(f"no release of {module} {major_minor}.x is available")
+    print(f"{module}: no {major_minor}.x release is available; left unpinned", file=sys.stderr)
+    return None
 
 
 def pin_kubernetes(version: str, go_line: str = "1.20") -> Path:
@@ -258,7 +260,8 @@ def pin_kubernetes(version: str, go_line: str = "1.20") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     lines = [f"module gpushare.local/tools/k8s-{version}", "", f"go {go_line}", "",
              f"require k8s.io/kubernetes {version}", "", "replace ("]
-    lines += [f"\t{module} => {module} {_available(go, module, release)}" for module in staging]
+    pins = {module: _available(go, module, release) for module in staging}
+    lines += [f"\t{module} => {module} {pin}" for module, pin in pins.items() if pin]
     lines += [")", ""]
     (directory / "go.mod").write_text("\n".join(lines))
     (directory / "tools.go").write_text(_TOOLS_GO)
