@@ -57,10 +57,25 @@ def extender_stanza(ctx: Context, api: str) -> dict[str, Any]:
     }
 
 
-def configuration(ctx: Context, api: str, control_plane: bool) -> dict[str, Any]:
+#: kube-scheduler 1.22 exits on a Policy that leaves priorities to the defaults ("no kind
+#: NodeResourcesLeastAllocatedArgs is registered for version kubescheduler.config.k8s.io/v1beta2", seen with the
+#: real 1.22.17 binary); it runs with the defaults named, less the two whose arguments it cannot convert.
+POLICY_PRIORITIES_1_22 = [
+    {"name": name, "weight": weight}
+    for name, weight in (("BalancedResourceAllocation", 1), ("ImageLocalityPriority", 1),
+                         ("InterPodAffinityPriority", 1), ("NodeAffinityPriority", 1), ("TaintTolerationPriority", 1),
+                         ("SelectorSpreadPriority", 1), ("EvenPodsSpreadPriority", 2))
+]
+
+
+def configuration(ctx: Context, api: str, control_plane: bool, minor: int | None = None) -> dict[str, Any]:
     """The configuration document for `api`; a secondary scheduler gets its own name and lease."""
     if api == POLICY:
-        return {"kind": "Policy", "apiVersion": "v1", "extenders": [extender_stanza(ctx, api)]}
+        policy: dict[str, Any] = {"kind": "Policy", "apiVersion": "v1"}
+        if minor is not None and minor >= 22:
+            policy["priorities"] = POLICY_PRIORITIES_1_22
+        policy["extenders"] = [extender_stanza(ctx, api)]
+        return policy
     config: dict[str, Any] = {"apiVersion": f"{CONFIG_GROUP}/{api}", "kind": "KubeSchedulerConfiguration"}
     if control_plane:
         config["clientConnection"] = {"kubeconfig": KUBEADM_SCHEDULER_CONF}

@@ -57,7 +57,7 @@ class Stack:
                 choices[versions.default_api(minor)] += (minor,)
         result = []
         for api, minors in choices.items():
-            obj = schedconfig.configuration(self.ctx, api, control_plane)
+            obj = schedconfig.configuration(self.ctx, api, control_plane, version.minor if version else None)
             text, helm = text_of(obj, schedconfig.serialise(api))
             result.append(SchedulerConfig(api, minors, text, helm))
         return result

@@ -33,6 +33,9 @@ _SERVED: dict[str, tuple[int, int]] = {
 _DEPRECATED_FROM: dict[str, int] = {POLICY: 20, "v1beta1": 22, "v1beta2": 25, "v1beta3": 28}
 
 CONFIG_GROUP = "kubescheduler.config.k8s.io"
+#: The last minor whose kube-scheduler takes --scheduler-name with a Policy file; from 1.22 a Policy
+#: scheduler is always `default-scheduler` (pkg/scheduler/factory.go), so it cannot run beside the default one.
+POLICY_SCHEDULER_NAME_UNTIL = 21
 
 _VERSION = re.compile(r"^v?1\.(\d+)(?:\.(\d+))?$")
 

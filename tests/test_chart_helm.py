@@ -17,7 +17,8 @@ from jsonschema import Draft202012Validator
 from gpushare import render
 from gpushare.matrix import combos
 from gpushare.settings import load_settings
-from gpushare.versions import MINORS, parse_kube_version, served_apis
+from gpushare.errors import InputError
+from gpushare.versions import MINORS, POLICY_SCHEDULER_NAME_UNTIL, parse_kube_version, served_apis
 
 SCHEDULER_SCHEMAS = {
     p.name.split(".")[0]: Draft202012Validator(json.loads(p.read_text()))
@@ -105,6 +106,10 @@ def test_universal_chart_adapts_to_every_minor(helm: Path, tmp_path: Path, doc: 
 @pytest.mark.parametrize(("minor", "api"), [(m, a) for m in MINORS for a in served_apis(m)])
 def test_every_served_config_api(helm: Path, tmp_path: Path, minor: int, api: str, mode: str) -> None:
     doc = {"profile": "open-source", "kubernetesVersion": f"1.{minor}", "scheduler": {"mode": mode, "configApi": api}}
+    if mode == "secondary" and api == "policy" and minor > POLICY_SCHEDULER_NAME_UNTIL:
+        with pytest.raises(InputError, match="GS115"):
+            render(doc, format="chart")
+        return
     chart = tmp_path / "chart"
     rendered = render(doc, format="chart", output=chart)
     manifests = render(doc, format="manifests")

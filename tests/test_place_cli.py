@@ -17,36 +17,63 @@ COMPARISON = Draft202012Validator(json.loads((REPO / "schemas" / "placement-comp
 
 
 def node(name: str, gpus: int, per_gpu: int, mode: str | None = "share", ip: str = "10.0.0.1") -> dict:
-    capacity = {"aliyun.com/gpu-mem": str(gpus * per_gpu), "aliyun.com/gpu-count": str(gpus), "cpu": "32",
-                "memory": "128Gi", "pods": "110"}
+    capacity = {
+        "aliyun.com/gpu-mem": str(gpus * per_gpu),
+        "aliyun.com/gpu-count": str(gpus),
+        "cpu": "32",
+        "memory": "128Gi",
+        "pods": "110",
+    }
     labels = {"ack.node.gpu.schedule": mode} if mode else {}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "status": {"capacity": capacity, "allocatable": capacity,
-                       "addresses": [{"type": "InternalIP", "address": ip}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"capacity": capacity, "allocatable": capacity, "addresses": [{"type": "InternalIP", "address": ip}]},
+    }
 
 
 def pod(name: str, mem: object, core: int | None = None) -> dict:
     limits: dict[str, object] = {"aliyun.com/gpu-mem": mem}
     if core is not None:
         limits["aliyun.com/gpu-core.percentage"] = core
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
-            "spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]},
+    }
 
 
 @pytest.fixture
 def fleet(tmp_path: Path) -> Path:
-    nodes = {"apiVersion": "v1", "kind": "List", "items": [node("a", 2, 15, ip="192.168.0.71"),
-                                                           node("b", 1, 15, ip="192.168.0.72")]}
+    nodes = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [node("a", 2, 15, ip="192.168.0.71"), node("b", 1, 15, ip="192.168.0.72")],
+    }
     (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(nodes))
-    running = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": "old", "namespace": "ml",
-                            "annotations": {"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "6"}},
-               "spec": {"nodeName": "a", "containers": [{"name": "c", "resources": {"limits": {
-                   "aliyun.com/gpu-mem": 6}}}]}, "status": {"phase": "Running"}}
+    running = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "old",
+            "namespace": "ml",
+            "annotations": {"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "6"},
+        },
+        "spec": {"nodeName": "a", "containers": [{"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": 6}}}]},
+        "status": {"phase": "Running"},
+    }
     (tmp_path / "running.yaml").write_text(yaml.safe_dump(running))
-    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "infer", "namespace": "ml"},
-              "spec": {"replicas": 3, "template": {"spec": {"containers": [
-                  {"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": 5}}}]}}}}
+    deploy = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "infer", "namespace": "ml"},
+        "spec": {
+            "replicas": 3,
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": 5}}}]}},
+        },
+    }
     docs = [deploy, pod("big", 16)]
     (tmp_path / "work.yaml").write_text(yaml.safe_dump_all(docs))
     return tmp_path
@@ -59,8 +86,17 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def test_json_report(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), "--existing",
-                       str(fleet / "running.yaml"), str(fleet / "work.yaml"), "-o", "json")
+    code, out, _ = run(
+        capsys,
+        "place",
+        "--nodes",
+        str(fleet / "nodes.yaml"),
+        "--existing",
+        str(fleet / "running.yaml"),
+        str(fleet / "work.yaml"),
+        "-o",
+        "json",
+    )
     assert code == 0
     report = json.loads(out)
     assert not list(REPORT.iter_errors(report))
@@ -79,32 +115,51 @@ def test_json_report(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_upstream_reason_is_the_extenders(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (fleet / "w.yaml").write_text(yaml.safe_dump_all([pod("p", 14), pod("r", 10), pod("r2", 10)]))
-    code, out, _ = run(capsys, "place", "--semantics", "upstream", "--nodes", str(fleet / "nodes.yaml"),
-                       "--existing", str(fleet / "running.yaml"), str(fleet / "w.yaml"), "-o", "json")
+    code, out, _ = run(
+        capsys,
+        "place",
+        "--semantics",
+        "upstream",
+        "--nodes",
+        str(fleet / "nodes.yaml"),
+        "--existing",
+        str(fleet / "running.yaml"),
+        str(fleet / "w.yaml"),
+        "-o",
+        "json",
+    )
     report = json.loads(out)
     assert code == 0 and [p["node"] for p in report["placements"]] == ["a", "b"]
     # node a has 30 - 6 - 14 = 10 units left in total but only 1 and 9 per GPU: the extender's reason;
     # node b has 5 left after r: kube-scheduler's own resource check
     assert report["pending"][0]["message"] == (
-        "0/2 nodes are available: 1 Insufficient GPU Memory in one device, 1 Insufficient aliyun.com/gpu-mem.")
+        "0/2 nodes are available: 1 Insufficient GPU Memory in one device, 1 Insufficient aliyun.com/gpu-mem."
+    )
 
 
 def test_inspect_view(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "inspect", "--nodes", str(fleet / "nodes.yaml"), "--existing",
-                       str(fleet / "running.yaml"))
+    code, out, _ = run(
+        capsys, "inspect", "--nodes", str(fleet / "nodes.yaml"), "--existing", str(fleet / "running.yaml")
+    )
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["NAME", "IPADDRESS", "GPU0(Allocated/Total)", "GPU1(Allocated/Total)",
-                                "GPU", "Memory(GiB)"]
+    assert lines[0].split() == [
+        "NAME",
+        "IPADDRESS",
+        "GPU0(Allocated/Total)",
+        "GPU1(Allocated/Total)",
+        "GPU",
+        "Memory(GiB)",
+    ]
     assert lines[1].split() == ["a", "192.168.0.71", "0/15", "6/15", "6/30"]
     assert lines[-2:] == ["Allocated/Total GPU Memory In Cluster:", "6/45 (13%)"]
 
 
 def test_invalid_pods_exit_1_and_the_run_goes_on(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bad = [pod("core7", 2, core=7), pod("neg", -1), pod("frac", "1.5"),
-           pod("ok", 1)]
-    bad.append({**pod("split", 5), "metadata": {"name": "split", "namespace": "ml",
-                                                "labels": {"aliyun.com/gpu-count": "2"}}})
+    bad = [pod("core7", 2, core=7), pod("neg", -1), pod("frac", "1.5"), pod("ok", 1)]
+    bad.append(
+        {**pod("split", 5), "metadata": {"name": "split", "namespace": "ml", "labels": {"aliyun.com/gpu-count": "2"}}}
+    )
     (fleet / "bad.yaml").write_text(yaml.safe_dump_all(bad))
     code, out, _ = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "bad.yaml"), "-o", "json")
     report = json.loads(out)
@@ -127,32 +182,72 @@ def test_unreadable_yaml_names_file_and_line(fleet: Path, capsys: pytest.Capture
 
 def test_node_order_replay(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (fleet / "order.txt").write_text("# from the real scheduler\nml/infer-0 b\nml/infer-1 b\nml/infer-2 b\n")
-    code, out, _ = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"),
-                       "--node-order", str(fleet / "order.txt"), "-o", "json")
+    code, out, _ = run(
+        capsys,
+        "place",
+        "--nodes",
+        str(fleet / "nodes.yaml"),
+        str(fleet / "work.yaml"),
+        "--node-order",
+        str(fleet / "order.txt"),
+        "-o",
+        "json",
+    )
     report = json.loads(out)
-    assert [(p["name"], p["node"]) for p in report["placements"]] == [("infer-0", "b"), ("infer-1", "b"),
-                                                                       ("infer-2", "b")]
+    assert [(p["name"], p["node"]) for p in report["placements"]] == [
+        ("infer-0", "b"),
+        ("infer-1", "b"),
+        ("infer-2", "b"),
+    ]
     (fleet / "order.txt").write_text("ml/infer-0\n")
-    code, _, err = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"),
-                       "--node-order", str(fleet / "order.txt"))
+    code, _, err = run(
+        capsys,
+        "place",
+        "--nodes",
+        str(fleet / "nodes.yaml"),
+        str(fleet / "work.yaml"),
+        "--node-order",
+        str(fleet / "order.txt"),
+    )
     assert code == 2 and "order.txt:1" in err
 
 
 def test_compare_side_by_side(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"),
-                       "--compare", "placement=binpack,spread", "--compare", "gpu-memory-unit=1GiB,128MiB",
-                       "-o", "json")
+    code, out, _ = run(
+        capsys,
+        "place",
+        "--nodes",
+        str(fleet / "nodes.yaml"),
+        str(fleet / "work.yaml"),
+        "--compare",
+        "placement=binpack,spread",
+        "--compare",
+        "gpu-memory-unit=1GiB,128MiB",
+        "-o",
+        "json",
+    )
     doc = json.loads(out)
     assert code == 0 and not list(COMPARISON.iter_errors(doc))
     by = {v["variant"]: v["summary"] for v in doc["variants"]}
-    assert set(by) == {"placement=binpack,gpu-memory-unit=1GiB", "placement=binpack,gpu-memory-unit=128MiB",
-                       "placement=spread,gpu-memory-unit=1GiB", "placement=spread,gpu-memory-unit=128MiB"}
+    assert set(by) == {
+        "placement=binpack,gpu-memory-unit=1GiB",
+        "placement=binpack,gpu-memory-unit=128MiB",
+        "placement=spread,gpu-memory-unit=1GiB",
+        "placement=spread,gpu-memory-unit=128MiB",
+    }
     assert by["placement=binpack,gpu-memory-unit=1GiB"]["gpusTouched"] == 1
     assert by["placement=spread,gpu-memory-unit=1GiB"]["gpusTouched"] == 3
     # in 128 MiB units a 15 GiB GPU is 120 units and the 16 GiB pod asks 128: still pending
     assert by["placement=binpack,gpu-memory-unit=128MiB"]["gpuMemory"]["total"] == 3 * 120
-    code, out, _ = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"),
-                       "--compare", "placement=binpack,spread")
+    code, out, _ = run(
+        capsys,
+        "place",
+        "--nodes",
+        str(fleet / "nodes.yaml"),
+        str(fleet / "work.yaml"),
+        "--compare",
+        "placement=binpack,spread",
+    )
     assert out.splitlines()[0].split()[:3] == ["VARIANT", "PLACED", "PENDING"]
     code, _, err = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), "--compare", "colour=red")
     assert code == 2 and "--compare" in err
@@ -161,19 +256,28 @@ def test_compare_side_by_side(fleet: Path, capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.parametrize("suffix", ["png", "svg"])
 def test_plot(fleet: Path, capsys: pytest.CaptureFixture[str], suffix: str) -> None:
     target = fleet / f"p.{suffix}"
-    code, _, _ = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"),
-                     "--plot", str(target))
+    code, _, _ = run(
+        capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"), "--plot", str(target)
+    )
     assert code == 0
     data = target.read_bytes()
     assert data.startswith(b"\x89PNG") if suffix == "png" else b"<svg" in data[:500]
 
 
 def test_node_without_gpus_is_not_a_gpu_node(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cpu_only = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cpu"},
-                "status": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+    cpu_only = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "cpu"},
+        "status": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+    }
     (fleet / "cpu.yaml").write_text(yaml.safe_dump(cpu_only))
-    plain = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "ml"},
-             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    plain = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+    }
     (fleet / "web.yaml").write_text(yaml.safe_dump_all([plain, pod("g", 1)]))
     code, out, _ = run(capsys, "place", "--nodes", str(fleet / "cpu.yaml"), str(fleet / "web.yaml"), "-o", "json")
     report = json.loads(out)
@@ -184,12 +288,20 @@ def test_node_without_gpus_is_not_a_gpu_node(fleet: Path, capsys: pytest.Capture
 
 def test_unreachable_cluster_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
-        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "u"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-    }))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "x",
+                "clusters": [
+                    {"name": "x", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}
+                ],
+                "contexts": [{"name": "x", "context": {"cluster": "x", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+            }
+        )
+    )
     code, out, err = run(capsys, "inspect", "--kubeconfig", str(kubeconfig))
     assert code == 2 and out == ""
     assert "cluster unreachable" in err and len(err.strip().splitlines()) == 1

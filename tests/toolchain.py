@@ -132,11 +132,24 @@ def kube(program: str, minor: int) -> Tool:
     stamps = " ".join(
         f"-X {package}.{var}={value}"
         for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
-        for var, value in (("gitVersion", release), ("gitMajor", "1"), ("gitMinor", str(minor)),
-                           ("gitTreeState", "clean"), ("buildDate", "2024-01-01T00:00:00Z"))
+        for var, value in (
+            ("gitVersion", release),
+            ("gitMajor", "1"),
+            ("gitMinor", str(minor)),
+            ("gitTreeState", "clean"),
+            ("buildDate", "2024-01-01T00:00:00Z"),
+        )
     )
-    return Tool(program, "k8s.io/kubernetes", f"k8s.io/kubernetes/cmd/{program}", f"k8s-{release}",
-                KUBE_TOOLCHAIN.get(minor, ""), tags="providerless", ldflags=stamps, openapi=minor < 24)
+    return Tool(
+        program,
+        "k8s.io/kubernetes",
+        f"k8s.io/kubernetes/cmd/{program}",
+        f"k8s-{release}",
+        KUBE_TOOLCHAIN.get(minor, ""),
+        tags="providerless",
+        ldflags=stamps,
+        openapi=minor < 24,
+    )
 
 
 #: Minors whose release today's Go cannot build (or builds into a binary that breaks), and the Go that can.
@@ -144,7 +157,11 @@ KUBE_TOOLCHAIN: dict[int, str] = {}
 
 
 def control_plane_tools(minor: int) -> dict[str, Tool]:
-    return {"etcd": ETCD, "kube-apiserver": kube("kube-apiserver", minor), "kube-scheduler": kube("kube-scheduler", minor)}
+    return {
+        "etcd": ETCD,
+        "kube-apiserver": kube("kube-apiserver", minor),
+        "kube-scheduler": kube("kube-scheduler", minor),
+    }
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (HELM, ETCD)}
@@ -196,12 +213,22 @@ def openapi_workspace(go: str, tools: Path, env: dict[str, str]) -> Path:
     with open(module / "go.mod", "a") as handle:
         handle.write(f"\nreplace k8s.io/kubernetes => {source}\n")
     generator = workspace / "openapi-gen"
-    subprocess.run([go, "build", "-o", str(generator), "k8s.io/kube-openapi/cmd/openapi-gen"], cwd=module,
-                   env={**env, "GOFLAGS": "-mod=mod"}, check=True, capture_output=True)
+    subprocess.run(
+        [go, "build", "-o", str(generator), "k8s.io/kube-openapi/cmd/openapi-gen"],
+        cwd=module,
+        env={**env, "GOFLAGS": "-mod=mod"},
+        check=True,
+        capture_output=True,
+    )
     skip = ("k8s.io/code-generator", "k8s.io/sample-apiserver")
-    roots = [("k8s.io/kubernetes", source)] + [(path, Path(m["Dir"])) for path, m in mods.items()
-                                                if path.startswith("k8s.io/") and m.get("Dir") and path not in skip
-                                                and (m.get("Replace") or {}).get("Path", "").startswith("k8s.io/")]
+    roots = [("k8s.io/kubernetes", source)] + [
+        (path, Path(m["Dir"]))
+        for path, m in mods.items()
+        if path.startswith("k8s.io/")
+        and m.get("Dir")
+        and path not in skip
+        and (m.get("Replace") or {}).get("Path", "").startswith("k8s.io/")
+    ]
     packages: set[str] = set()
     for path, root in roots:
         for directory, _, files in os.walk(root):
@@ -213,14 +240,33 @@ def openapi_workspace(go: str, tools: Path, env: dict[str, str]) -> Path:
                     packages.add(path if relative == "." else f"{path}/{relative}")
                     break
     output = workspace / "generated"
-    result = subprocess.run([str(generator), "-i", ",".join(sorted(packages)), "-p", "k8s.io/kubernetes/pkg/generated/openapi",
-                             "-O", "zz_generated.openapi", "-o", str(output), "-r", "/dev/null",
-                             "-h", str(source / "hack" / "boilerplate" / "boilerplate.generatego.txt")],
-                            cwd=module, env={**env, "GOFLAGS": "-mod=mod"}, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            str(generator),
+            "-i",
+            ",".join(sorted(packages)),
+            "-p",
+            "k8s.io/kubernetes/pkg/generated/openapi",
+            "-O",
+            "zz_generated.openapi",
+            "-o",
+            str(output),
+            "-r",
+            "/dev/null",
+            "-h",
+            str(source / "hack" / "boilerplate" / "boilerplate.generatego.txt"),
+        ],
+        cwd=module,
+        env={**env, "GOFLAGS": "-mod=mod"},
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         raise ToolUnavailable(f"openapi-gen failed for {tools.name}:\n{result.stderr[-3000:]}")
-    shutil.copy(output / "k8s.io/kubernetes/pkg/generated/openapi/zz_generated.openapi.go",
-                source / "pkg" / "generated" / "openapi" / "zz_generated.openapi.go")
+    shutil.copy(
+        output / "k8s.io/kubernetes/pkg/generated/openapi/zz_generated.openapi.go",
+        source / "pkg" / "generated" / "openapi" / "zz_generated.openapi.go",
+    )
     done.touch()
     return module
 
@@ -249,8 +295,9 @@ def pin_kubernetes(version: str, go_line: str = "1.20") -> Path:
     go = shutil.which("go")
     if go is None:
         raise ToolUnavailable("pinning needs Go")
-    info = subprocess.run([go, "mod", "download", "-json", f"k8s.io/kubernetes@{version}"], capture_output=True,
-                          text=True, check=True)
+    info = subprocess.run(
+        [go, "mod", "download", "-json", f"k8s.io/kubernetes@{version}"], capture_output=True, text=True, check=True
+    )
     import json
 
     gomod = Path(json.loads(info.stdout)["GoMod"]).read_text()
@@ -258,8 +305,15 @@ def pin_kubernetes(version: str, go_line: str = "1.20") -> Path:
     release = "v0." + version.split(".", 1)[1]
     directory = TOOLS_DIR / f"k8s-{version}"
     directory.mkdir(parents=True, exist_ok=True)
-    lines = [f"module gpushare.local/tools/k8s-{version}", "", f"go {go_line}", "",
-             f"require k8s.io/kubernetes {version}", "", "replace ("]
+    lines = [
+        f"module gpushare.local/tools/k8s-{version}",
+        "",
+        f"go {go_line}",
+        "",
+        f"require k8s.io/kubernetes {version}",
+        "",
+        "replace (",
+    ]
     pins = {module: _available(go, module, release) for module in staging}
     lines += [f"\t{module} => {module} {pin}" for module, pin in pins.items() if pin]
     lines += [")", ""]

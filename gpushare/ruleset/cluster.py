@@ -30,8 +30,14 @@ def uses_compute(ctx: Context) -> bool:
 
 
 def _versions_readable(ctx: Context, _: Context) -> Iterable[Offence]:
-    for name in ("kube_version", "scheduler_version", "cgpu_version", "driver_version", "docker_version",
-                 "chart_version"):
+    for name in (
+        "kube_version",
+        "scheduler_version",
+        "cgpu_version",
+        "driver_version",
+        "docker_version",
+        "chart_version",
+    ):
         value = getattr(ctx, name)
         if value is not None and not valid(value):
             yield "--" + name.replace("_", "-"), value, "a version such as 1.2.3"
@@ -40,9 +46,11 @@ def _versions_readable(ctx: Context, _: Context) -> Iterable[Offence]:
 def _compute_minimums(ctx: Context, _: Context) -> Iterable[Offence]:
     if not uses_compute(ctx):
         return
-    for flag, value, minimum in (("--kube-version", ctx.kube_version, MIN_KUBE_COMPUTE),
-                                 ("--chart-version", ctx.chart_version, MIN_CHART_COMPUTE),
-                                 ("--cgpu-version", ctx.cgpu_version, MIN_CGPU_COMPUTE)):
+    for flag, value, minimum in (
+        ("--kube-version", ctx.kube_version, MIN_KUBE_COMPUTE),
+        ("--chart-version", ctx.chart_version, MIN_CHART_COMPUTE),
+        ("--cgpu-version", ctx.cgpu_version, MIN_CGPU_COMPUTE),
+    ):
         if value and valid(value) and not at_least(value, minimum):
             yield flag, value, f">= {minimum} for compute allocation"
 
@@ -90,8 +98,11 @@ def _driver_compat(ctx: Context, _: Context) -> Iterable[Offence]:
             too_new = series in caps and not at_least(caps[series], driver)
             if not first <= series <= last or too_new or (caps and first == 460 and series not in (460, *caps)):
                 limits = ", ".join(f"{s} <= {v}" for s, v in caps.items())
-                yield "--driver-version", driver, (f"a driver cGPU {cgpu} supports (series {first}-{last}"
-                                                   + (f"; {limits}" if limits else "") + ")")
+                yield (
+                    "--driver-version",
+                    driver,
+                    (f"a driver cGPU {cgpu} supports (series {first}-{last}" + (f"; {limits}" if limits else "") + ")"),
+                )
             return
 
 
@@ -106,23 +117,74 @@ def _docker(ctx: Context, _: Context) -> Iterable[Offence]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("GC401", "error", "cluster", "Versions must be readable", "Pass versions like 1.2.3.", "-",
-         _versions_readable),
-    Rule("GC402", "error", "cluster", "Compute allocation needs Kubernetes >= 1.20, chart >= 1.2.0, cGPU >= 1.0.5",
-         "Upgrade the cluster, ack-ai-installer or cGPU.", "seed 002", _compute_minimums),
-    Rule("GC403", "error", "cluster", "Compute allocation needs ACK's minimum kube-scheduler for the version",
-         "Upgrade the scheduler (clusters created before 2022-03-01 need it).", "seed 002", _scheduler),
-    Rule("GC404", "error", "cluster", "Compute allocation is offered in some regions only",
-         "Use a listed region.", "seed 002", _region),
-    Rule("GC405", "error", "cluster", "128MiB units need ACK Pro >= 1.18.8", "Upgrade the cluster.", "seed 000",
-         _small_unit),
-    Rule("GC406", "error", "cluster", "cGPU 1.5.7 can deadlock the kernel", "Install cGPU >= 1.5.8.", "seed 004",
-         _deadlock),
-    Rule("GC407", "warning", "cluster", "cGPU before 1.5.10: ACK's FAQ asks for an upgrade",
-         "Upgrade cGPU to >= 1.5.10.", "ACK cGPU FAQ", _old_cgpu),
-    Rule("GC408", "error", "cluster", "The NVIDIA driver must be one the cGPU release supports",
-         "Pick a driver from the cGPU compatibility table, or upgrade cGPU.", "ACK cGPU FAQ", _driver_compat),
-    Rule("GC409", "error", "cluster", "cGPU needs NVIDIA driver >= 418.87.01", "Upgrade the driver.", "seed 004",
-         _driver),
+    Rule(
+        "GC401", "error", "cluster", "Versions must be readable", "Pass versions like 1.2.3.", "-", _versions_readable
+    ),
+    Rule(
+        "GC402",
+        "error",
+        "cluster",
+        "Compute allocation needs Kubernetes >= 1.20, chart >= 1.2.0, cGPU >= 1.0.5",
+        "Upgrade the cluster, ack-ai-installer or cGPU.",
+        "seed 002",
+        _compute_minimums,
+    ),
+    Rule(
+        "GC403",
+        "error",
+        "cluster",
+        "Compute allocation needs ACK's minimum kube-scheduler for the version",
+        "Upgrade the scheduler (clusters created before 2022-03-01 need it).",
+        "seed 002",
+        _scheduler,
+    ),
+    Rule(
+        "GC404",
+        "error",
+        "cluster",
+        "Compute allocation is offered in some regions only",
+        "Use a listed region.",
+        "seed 002",
+        _region,
+    ),
+    Rule(
+        "GC405",
+        "error",
+        "cluster",
+        "128MiB units need ACK Pro >= 1.18.8",
+        "Upgrade the cluster.",
+        "seed 000",
+        _small_unit,
+    ),
+    Rule(
+        "GC406",
+        "error",
+        "cluster",
+        "cGPU 1.5.7 can deadlock the kernel",
+        "Install cGPU >= 1.5.8.",
+        "seed 004",
+        _deadlock,
+    ),
+    Rule(
+        "GC407",
+        "warning",
+        "cluster",
+        "cGPU before 1.5.10: ACK's FAQ asks for an upgrade",
+        "Upgrade cGPU to >= 1.5.10.",
+        "ACK cGPU FAQ",
+        _old_cgpu,
+    ),
+    Rule(
+        "GC408",
+        "error",
+        "cluster",
+        "The NVIDIA driver must be one the cGPU release supports",
+        "Pick a driver from the cGPU compatibility table, or upgrade cGPU.",
+        "ACK cGPU FAQ",
+        _driver_compat,
+    ),
+    Rule(
+        "GC409", "error", "cluster", "cGPU needs NVIDIA driver >= 418.87.01", "Upgrade the driver.", "seed 004", _driver
+    ),
     Rule("GC410", "error", "cluster", "cGPU needs Docker >= 19.03.5", "Upgrade Docker.", "seed 004", _docker),
 )

@@ -10,8 +10,20 @@ from gpushare.rules import Context, Offence, Rule
 from gpushare.ruleset.objects import NodeView
 from gpushare.ruleset.versionstr import at_least
 
-CGPU_FAMILIES = ("gn7i", "gn6i", "gn6v", "gn6e", "gn5i", "gn5", "ebmgn7i", "ebmgn6i", "ebmgn7e", "ebmgn6e",
-                 "ebmgn7ex", "sccgn7ex")
+CGPU_FAMILIES = (
+    "gn7i",
+    "gn6i",
+    "gn6v",
+    "gn6e",
+    "gn5i",
+    "gn5",
+    "ebmgn7i",
+    "ebmgn6i",
+    "ebmgn7e",
+    "ebmgn6e",
+    "ebmgn7ex",
+    "sccgn7ex",
+)
 CGPU_OS = ("centos", "ubuntu", "alibaba cloud linux")
 MIN_DOCKER = "19.03.5"
 
@@ -48,8 +60,11 @@ def _family(n: NodeView, ctx: Context) -> Iterable[Offence]:
     if _isolated(n) and instance:
         match = re.match(r"^(?:ecs\.)?([a-z]+\d+[a-z]*)", instance)
         if match and match.group(1) not in CGPU_FAMILIES:
-            yield "metadata.labels.node.kubernetes.io/instance-type", instance, \
-                f"a cGPU instance family: {', '.join(CGPU_FAMILIES)}"
+            yield (
+                "metadata.labels.node.kubernetes.io/instance-type",
+                instance,
+                f"a cGPU instance family: {', '.join(CGPU_FAMILIES)}",
+            )
 
 
 def _os(n: NodeView, ctx: Context) -> Iterable[Offence]:
@@ -71,21 +86,68 @@ def _region(n: NodeView, ctx: Context) -> Iterable[Offence]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("GN301", "error", "node", "GPU capacity must be whole numbers", "Fix the device plugin's report.",
-         "facts 1", _malformed),
-    Rule("GN302", "error", "node", "GPU node labels must be valid values",
-         "ack.node.gpu.schedule: share, cgpu, core_mem, default, mps, topology, mig; placement: binpack, spread.",
-         "ACK GPU labels", _label_values),
-    Rule("GN303", "error", "node", "core_mem nodes report 100 compute per GPU",
-         "Re-add the node through a node pool labelled core_mem (kubectl label cannot convert it).", "seed 002",
-         _core_capacity),
-    Rule("GN304", "warning", "node", "GPU memory should split evenly over the GPUs",
-         "Check the device plugin's gpu-count.", "upstream-extender", _even_split),
-    Rule("GN305", "warning", "node", "cGPU runs on listed instance families only", "Use a listed family.", "seed 004",
-         _family),
-    Rule("GN306", "warning", "node", "cGPU supports CentOS, Ubuntu and Alibaba Cloud Linux", "Use a supported OS.",
-         "seed 004", _os),
+    Rule(
+        "GN301",
+        "error",
+        "node",
+        "GPU capacity must be whole numbers",
+        "Fix the device plugin's report.",
+        "facts 1",
+        _malformed,
+    ),
+    Rule(
+        "GN302",
+        "error",
+        "node",
+        "GPU node labels must be valid values",
+        "ack.node.gpu.schedule: share, cgpu, core_mem, default, mps, topology, mig; placement: binpack, spread.",
+        "ACK GPU labels",
+        _label_values,
+    ),
+    Rule(
+        "GN303",
+        "error",
+        "node",
+        "core_mem nodes report 100 compute per GPU",
+        "Re-add the node through a node pool labelled core_mem (kubectl label cannot convert it).",
+        "seed 002",
+        _core_capacity,
+    ),
+    Rule(
+        "GN304",
+        "warning",
+        "node",
+        "GPU memory should split evenly over the GPUs",
+        "Check the device plugin's gpu-count.",
+        "upstream-extender",
+        _even_split,
+    ),
+    Rule(
+        "GN305",
+        "warning",
+        "node",
+        "cGPU runs on listed instance families only",
+        "Use a listed family.",
+        "seed 004",
+        _family,
+    ),
+    Rule(
+        "GN306",
+        "warning",
+        "node",
+        "cGPU supports CentOS, Ubuntu and Alibaba Cloud Linux",
+        "Use a supported OS.",
+        "seed 004",
+        _os,
+    ),
     Rule("GN307", "error", "node", "cGPU needs Docker >= 19.03.5", "Upgrade Docker on the node.", "seed 004", _docker),
-    Rule("GN308", "error", "node", "core_mem nodes must be in a region with compute allocation",
-         "Use a listed region.", "seed 002", _region),
+    Rule(
+        "GN308",
+        "error",
+        "node",
+        "core_mem nodes must be in a region with compute allocation",
+        "Use a listed region.",
+        "seed 002",
+        _region,
+    ),
 )

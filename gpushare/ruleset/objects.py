@@ -63,8 +63,13 @@ def pod_view(obj: dict[str, Any]) -> PodView | None:
             spec = _dict(_dict(spec.get("jobTemplate")).get("spec"))
         template = _dict(spec.get("template"))
         pod_meta, spec = _dict(template.get("metadata")), _dict(template.get("spec"))
-    view = PodView(str(kind), str(meta.get("namespace") or "default"), str(meta.get("name") or "unnamed"),
-                   _dict(pod_meta.get("labels")), spec)
+    view = PodView(
+        str(kind),
+        str(meta.get("namespace") or "default"),
+        str(meta.get("name") or "unnamed"),
+        _dict(pod_meta.get("labels")),
+        spec,
+    )
     for container in _list(spec.get("containers")):
         container = _dict(container)
         cname = str(container.get("name", "?"))
@@ -80,8 +85,13 @@ def pod_view(obj: dict[str, Any]) -> PodView | None:
             except QuantityError as exc:
                 view.problems.append((field_name, raw, f"a whole, non-negative number ({exc})"))
             if resource in limits and resource in requests and str(limits[resource]) != str(requests[resource]):
-                view.problems.append((f"containers[{cname}].resources.requests.{resource}", requests[resource],
-                                      f"equal to the limit {limits[resource]!r} (extended resources)"))
+                view.problems.append(
+                    (
+                        f"containers[{cname}].resources.requests.{resource}",
+                        requests[resource],
+                        f"equal to the limit {limits[resource]!r} (extended resources)",
+                    )
+                )
         for entry in _list(container.get("env")):
             entry = _dict(entry)
             if "name" in entry:
@@ -109,11 +119,15 @@ class NodeView:
 
     @property
     def instance_type(self) -> str | None:
-        return self.labels.get("node.kubernetes.io/instance-type") or self.labels.get("beta.kubernetes.io/instance-type")
+        return self.labels.get("node.kubernetes.io/instance-type") or self.labels.get(
+            "beta.kubernetes.io/instance-type"
+        )
 
     @property
     def region(self) -> str | None:
-        return self.labels.get("topology.kubernetes.io/region") or self.labels.get("failure-domain.beta.kubernetes.io/region")
+        return self.labels.get("topology.kubernetes.io/region") or self.labels.get(
+            "failure-domain.beta.kubernetes.io/region"
+        )
 
 
 def node_view(obj: dict[str, Any]) -> NodeView | None:
@@ -122,8 +136,14 @@ def node_view(obj: dict[str, Any]) -> NodeView | None:
     meta = _dict(obj.get("metadata"))
     status = _dict(obj.get("status"))
     capacity = _dict(status.get("capacity")) or _dict(status.get("allocatable"))
-    view = NodeView(str(meta.get("name") or "unnamed"), {str(k): str(v) for k, v in _dict(meta.get("labels")).items()},
-                    0, 0, 0, _dict(status.get("nodeInfo")))
+    view = NodeView(
+        str(meta.get("name") or "unnamed"),
+        {str(k): str(v) for k, v in _dict(meta.get("labels")).items()},
+        0,
+        0,
+        0,
+        _dict(status.get("nodeInfo")),
+    )
     for resource, attr in ((labels.GPU_MEM, "gpu_mem"), (labels.GPU_COUNT, "gpu_count"), (labels.GPU_CORE, "core")):
         raw = capacity.get(resource)
         if raw is None:

@@ -104,6 +104,22 @@ def _small_unit_autoscaling(s: InstallerSettings, ctx: Context) -> Iterable[Offe
         yield "gpuMemoryUnit", s.gpu_memory_unit, "1GiB if node autoscaling must add nodes for pending GPU pods"
 
 
+def _policy_secondary(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    version = s.version
+    if (
+        s.scheduler.mode == profiles.SECONDARY
+        and s.scheduler.config_api == versions.POLICY
+        and version is not None
+        and version.minor > versions.POLICY_SCHEDULER_NAME_UNTIL
+    ):
+        yield (
+            "scheduler.configApi",
+            s.scheduler.config_api,
+            f"{versions.default_api(version.minor)} for a secondary scheduler on 1.{version.minor} "
+            "(a Policy scheduler is always default-scheduler there)",
+        )
+
+
 def _control_plane_version(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
     if s.scheduler.mode == profiles.CONTROL_PLANE and s.version is None:
         yield (
@@ -230,6 +246,15 @@ RULES: tuple[Rule, ...] = (
         "Keep 1GiB units in autoscaled node pools.",
         "seed 000",
         _small_unit_autoscaling,
+    ),
+    Rule(
+        "GS115",
+        "error",
+        "settings",
+        "A secondary scheduler cannot use the Policy file from 1.22",
+        "Use a KubeSchedulerConfiguration API (auto).",
+        "kube-scheduler 1.22 options",
+        _policy_secondary,
     ),
     Rule(
         "GS114",

@@ -68,17 +68,31 @@ def _key() -> rsa.RSAPrivateKey:
 
 
 def _pem_key(key: rsa.RSAPrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
 
 
-def _cert(subject: x509.Name, key: rsa.RSAPrivateKey, issuer: x509.Name, issuer_key: rsa.RSAPrivateKey,
-          ca: bool = False, sans: Sequence[x509.GeneralName] = (), client: bool = False) -> x509.Certificate:
+def _cert(
+    subject: x509.Name,
+    key: rsa.RSAPrivateKey,
+    issuer: x509.Name,
+    issuer_key: rsa.RSAPrivateKey,
+    ca: bool = False,
+    sans: Sequence[x509.GeneralName] = (),
+    client: bool = False,
+) -> x509.Certificate:
     now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
-               .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-               .not_valid_after(now + datetime.timedelta(days=2))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False)
     if not ca:
@@ -108,8 +122,12 @@ class Pki:
         self.ca = self.dir / "ca.crt"
         self.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
         server_key = _key()
-        sans = [x509.DNSName("localhost"), x509.DNSName("kubernetes.default.svc"),
-                x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.IPAddress(ipaddress.ip_address("10.0.0.1"))]
+        sans = [
+            x509.DNSName("localhost"),
+            x509.DNSName("kubernetes.default.svc"),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+            x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+        ]
         server = _cert(_name("kube-apiserver"), server_key, self.ca_name, self.ca_key, sans=sans)
         self.server_crt, self.server_key = self.dir / "server.crt", self.dir / "server.key"
         self.server_crt.write_bytes(server.public_bytes(serialization.Encoding.PEM))
@@ -117,8 +135,9 @@ class Pki:
         sa = _key()
         self.sa_key, self.sa_pub = self.dir / "sa.key", self.dir / "sa.pub"
         self.sa_key.write_bytes(_pem_key(sa))
-        self.sa_pub.write_bytes(sa.public_key().public_bytes(serialization.Encoding.PEM,
-                                                            serialization.PublicFormat.SubjectPublicKeyInfo))
+        self.sa_pub.write_bytes(
+            sa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
 
     def client(self, user: str, group: str | None = None) -> tuple[Path, Path]:
         key = _key()
@@ -145,25 +164,38 @@ class ControlPlane:
     def write_kubeconfig(self, user: str, group: str | None = None) -> Path:
         crt, key = self.pki.client(user, group)
         path = self.workdir / f"{user}.kubeconfig"
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "e2e",
-            "clusters": [{"name": "e2e", "cluster": {"server": self.server, "certificate-authority": str(self.pki.ca)}}],
-            "users": [{"name": user, "user": {"client-certificate": str(crt), "client-key": str(key)}}],
-            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
-        }))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "e2e",
+                    "clusters": [
+                        {"name": "e2e", "cluster": {"server": self.server, "certificate-authority": str(self.pki.ca)}}
+                    ],
+                    "users": [{"name": user, "user": {"client-certificate": str(crt), "client-key": str(key)}}],
+                    "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
+                }
+            )
+        )
         return path
 
     def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> Process:
         log = self.workdir / f"{name}.log"
         handle = open(log, "wb")  # noqa: SIM115 - lives as long as the process
-        popen = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, cwd=self.workdir,
-                                 env={**os.environ, **(env or {})}, start_new_session=True)
+        popen = subprocess.Popen(
+            args,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
         process = Process(name, popen, log)
         self.processes.append(process)
         return process
 
-    def wait_http(self, process: Process, url: str, timeout: float = 90, cert: bool = True,
-                  expect: int = 200) -> None:
+    def wait_http(self, process: Process, url: str, timeout: float = 90, cert: bool = True, expect: int = 200) -> None:
         context = ssl.create_default_context(cafile=str(self.pki.ca)) if cert else ssl._create_unverified_context()
         if cert:
             crt, key = self.pki.dir / "admin.crt", self.pki.dir / "admin.key"
@@ -174,8 +206,9 @@ class ControlPlane:
             if not process.alive():
                 raise StartError(f"{process.name} exited with {process.popen.returncode}:\n{tail(process.log)}")
             try:
-                with urllib.request.urlopen(url, context=context if url.startswith("https") else None,
-                                            timeout=3) as response:
+                with urllib.request.urlopen(
+                    url, context=context if url.startswith("https") else None, timeout=3
+                ) as response:
                     if response.status == expect:
                         return
             except Exception as exc:  # noqa: BLE001 - any failure means: not up yet
@@ -186,38 +219,72 @@ class ControlPlane:
     def start(self) -> None:
         data = self.workdir / "etcd"
         client, peer = free_port(), free_port()
-        etcd = self.spawn("etcd", [
-            str(self.binaries["etcd"]), "--name", "e2e", "--data-dir", str(data),
-            "--listen-client-urls", f"http://127.0.0.1:{client}", "--advertise-client-urls", f"http://127.0.0.1:{client}",
-            "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-cluster", f"e2e=http://127.0.0.1:{peer}", "--unsafe-no-fsync", "--log-level", "warn",
-        ])
+        etcd = self.spawn(
+            "etcd",
+            [
+                str(self.binaries["etcd"]),
+                "--name",
+                "e2e",
+                "--data-dir",
+                str(data),
+                "--listen-client-urls",
+                f"http://127.0.0.1:{client}",
+                "--advertise-client-urls",
+                f"http://127.0.0.1:{client}",
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-cluster",
+                f"e2e=http://127.0.0.1:{peer}",
+                "--unsafe-no-fsync",
+                "--log-level",
+                "warn",
+            ],
+        )
         self.wait_http(etcd, f"http://127.0.0.1:{client}/health", cert=False)
-        apiserver = self.spawn("kube-apiserver", [
-            str(self.binaries["kube-apiserver"]),
-            f"--etcd-servers=http://127.0.0.1:{client}",
-            f"--secure-port={self.port}", "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-            f"--cert-dir={self.workdir / 'apiserver-certs'}",
-            f"--tls-cert-file={self.pki.server_crt}", f"--tls-private-key-file={self.pki.server_key}",
-            f"--client-ca-file={self.pki.ca}",
-            f"--service-account-key-file={self.pki.sa_pub}", f"--service-account-signing-key-file={self.pki.sa_key}",
-            "--service-account-issuer=https://kubernetes.default.svc",
-            "--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24",
-            # no controller-manager creates default ServiceAccounts: pods are admitted without one
-            "--disable-admission-plugins=ServiceAccount",
-            "--allow-privileged=true", "--profiling=false", "--enable-priority-and-fairness=false",
-            "--endpoint-reconciler-type=none",
-        ])
+        apiserver = self.spawn(
+            "kube-apiserver",
+            [
+                str(self.binaries["kube-apiserver"]),
+                f"--etcd-servers=http://127.0.0.1:{client}",
+                f"--secure-port={self.port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--cert-dir={self.workdir / 'apiserver-certs'}",
+                f"--tls-cert-file={self.pki.server_crt}",
+                f"--tls-private-key-file={self.pki.server_key}",
+                f"--client-ca-file={self.pki.ca}",
+                f"--service-account-key-file={self.pki.sa_pub}",
+                f"--service-account-signing-key-file={self.pki.sa_key}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                # no controller-manager creates default ServiceAccounts: pods are admitted without one
+                "--disable-admission-plugins=ServiceAccount",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--enable-priority-and-fairness=false",
+                "--endpoint-reconciler-type=none",
+            ],
+        )
         self.wait_http(apiserver, f"{self.server}/readyz", timeout=120)
 
     def start_scheduler(self, args: list[str], name: str = "kube-scheduler") -> tuple[Process, int]:
         """kube-scheduler with `args` plus loopback serving on a free port and this cluster's kubeconfig."""
         port = free_port()
-        process = self.spawn(name, [
-            str(self.binaries["kube-scheduler"]), *args, f"--secure-port={port}", "--bind-address=127.0.0.1",
-            f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
-            "--v=2",
-        ])
+        process = self.spawn(
+            name,
+            [
+                str(self.binaries["kube-scheduler"]),
+                *args,
+                f"--secure-port={port}",
+                "--bind-address=127.0.0.1",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--v=2",
+            ],
+        )
         return process, port
 
     def stop(self) -> None:

@@ -12,18 +12,40 @@ def api(kubeconfig: Path) -> client.CoreV1Api:
     return client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
 
 
-def gpu_node(name: str, gpus: int, per_gpu: int, labels: dict[str, str] | None = None, cpu: str = "32",
-             memory: str = "128Gi", pods: int = 110) -> tuple[dict[str, Any], dict[str, Any]]:
+def gpu_node(
+    name: str,
+    gpus: int,
+    per_gpu: int,
+    labels: dict[str, str] | None = None,
+    cpu: str = "32",
+    memory: str = "128Gi",
+    pods: int = 110,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """A Node object and the status a device plugin and kubelet would report for it."""
     capacity = {"cpu": cpu, "memory": memory, "pods": str(pods)}
     if gpus:
         capacity |= {"aliyun.com/gpu-mem": str(gpus * per_gpu), "aliyun.com/gpu-count": str(gpus)}
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-        "kubernetes.io/hostname": name, **(labels or {})}}}
-    status = {"status": {"capacity": capacity, "allocatable": capacity,
-                         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                         "message": "e2e", "lastHeartbeatTime": None}],
-                         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]}}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+    }
+    status = {
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "e2e",
+                    "lastHeartbeatTime": None,
+                }
+            ],
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+        }
+    }
     return node, status
 
 

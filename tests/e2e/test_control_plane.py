@@ -19,56 +19,69 @@ from gpushare import schedconfig
 from gpushare.context import Context
 from gpushare.settings import load_settings
 from gpushare.template import text_of
-from gpushare.versions import CONFIG_APIS, POLICY, served_apis
+from gpushare.versions import CONFIG_APIS, POLICY, POLICY_SCHEDULER_NAME_UNTIL, served_apis
 
 pytestmark = pytest.mark.e2e
 
 
 def helm(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(need_tool(HELM)), *args, "--kubeconfig", str(kubeconfig)], capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [str(need_tool(HELM)), *args, "--kubeconfig", str(kubeconfig)], capture_output=True, text=True, timeout=300
+    )
 
 
-@pytest.mark.parametrize("doc", [
-    {"profile": "open-source"},
-    {"profile": "ack", "isolation": ["share", "cgpu"], "scheduler": {"mode": "secondary"}},
-    {"profile": "ack", "isolation": ["share", "core_mem"], "computeAllocation": True, "region": "cn-beijing"},
-], ids=["open-source", "ack-secondary-cgpu", "ack-managed-compute"])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"profile": "open-source"},
+        {"profile": "ack", "isolation": ["share", "cgpu"], "scheduler": {"mode": "secondary"}},
+        {"profile": "ack", "isolation": ["share", "core_mem"], "computeAllocation": True, "region": "cn-beijing"},
+    ],
+    ids=["open-source", "ack-secondary-cgpu", "ack-managed-compute"],
+)
 def test_helm_install_every_object_accepted(cluster: ControlPlane, tmp_path: Path, doc: dict) -> None:
     for version in (f"1.{cluster.minor}", None):  # the chart for this minor, then the universal chart
         settings = {**doc, **({"kubernetesVersion": version} if version else {})}
         chart = tmp_path / f"chart-{version}"
         rendered = render(settings, format="chart", output=chart)
-        result = helm("install", "gpushare", str(chart), "-n", "kube-system", "--wait=false",
-                      kubeconfig=cluster.kubeconfig)
+        result = helm(
+            "install", "gpushare", str(chart), "-n", "kube-system", "--wait=false", kubeconfig=cluster.kubeconfig
+        )
         assert result.returncode == 0, result.stderr
         manifest = helm("get", "manifest", "gpushare", "-n", "kube-system", kubeconfig=cluster.kubeconfig)
         installed = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(manifest.stdout) if d}
-        expected = {(o["kind"], o["metadata"]["name"]) for o in render({**settings, "kubernetesVersion": version or
-                                                                        f"1.{cluster.minor}"},
-                                                                       format="manifests").objects}
+        expected = {
+            (o["kind"], o["metadata"]["name"])
+            for o in render(
+                {**settings, "kubernetesVersion": version or f"1.{cluster.minor}"}, format="manifests"
+            ).objects
+        }
         assert installed == expected
         core = api(cluster.kubeconfig)
         for kind, name in installed:
             if kind == "ConfigMap":
                 data = core.read_namespaced_config_map(name, "kube-system").data
-                assert any(f"kubescheduler.config.k8s.io/{served_apis(cluster.minor)[-1]}" in t or "Policy" in t
-                           for t in data.values())
+                assert any(
+                    f"kubescheduler.config.k8s.io/{served_apis(cluster.minor)[-1]}" in t or "Policy" in t
+                    for t in data.values()
+                )
         assert rendered.files["Chart.yaml"]
         result = helm("uninstall", "gpushare", "-n", "kube-system", "--wait", kubeconfig=cluster.kubeconfig)
         assert result.returncode == 0, result.stderr
 
 
 def scheduler_args(cluster: ControlPlane, tmp_path: Path, api_name: str) -> list[str]:
-    """What the rendered secondary scheduler runs, with a kubeconfig instead of the in-cluster config."""
+    """What the rendered scheduler runs (secondary mode; on 1.22 a Policy scheduler can only be the control
+    plane's), with a kubeconfig instead of the in-cluster config."""
+    secondary = not (api_name == POLICY and cluster.minor > POLICY_SCHEDULER_NAME_UNTIL)
     settings = load_settings({"profile": "open-source", "scheduler": {"mode": "secondary"}})
-    config = schedconfig.configuration(Context(settings), api_name, control_plane=False)
+    config = schedconfig.configuration(Context(settings), api_name, control_plane=not secondary, minor=cluster.minor)
     text, _ = text_of(config, schedconfig.serialise(api_name))
     if api_name == POLICY:
         path = tmp_path / "policy.json"
         path.write_text(text)
-        return [f"--policy-config-file={path}", "--scheduler-name=gpushare-scheduler", "--leader-elect=false",
-                f"--kubeconfig={cluster.kubeconfig}"]
+        name = ["--scheduler-name=gpushare-scheduler"] if secondary else []
+        return [f"--policy-config-file={path}", *name, "--leader-elect=false", f"--kubeconfig={cluster.kubeconfig}"]
     document = yaml.safe_load(text)
     document["clientConnection"] = {"kubeconfig": str(cluster.kubeconfig)}
     document["leaderElection"]["leaderElect"] = False
@@ -78,13 +91,31 @@ def scheduler_args(cluster: ControlPlane, tmp_path: Path, api_name: str) -> list
 
 
 @pytest.mark.parametrize("api_name", CONFIG_APIS)
-def test_scheduler_accepts_exactly_the_apis_the_generator_allows(cluster: ControlPlane, tmp_path: Path,
-                                                                 api_name: str) -> None:
+def test_scheduler_accepts_exactly_the_apis_the_generator_allows(
+    cluster: ControlPlane, tmp_path: Path, api_name: str
+) -> None:
     served = api_name in served_apis(cluster.minor)
     process, port = cluster.start_scheduler(scheduler_args(cluster, tmp_path, api_name), name=f"sched-{api_name}")
     try:
         if served:
             cluster.wait_http(process, f"https://127.0.0.1:{port}/healthz", cert=False, timeout=60)
+            if api_name == POLICY and cluster.minor > POLICY_SCHEDULER_NAME_UNTIL:
+                # the generator refuses a secondary Policy scheduler here, as the real one has no --scheduler-name
+                with pytest.raises(Exception, match="GS115"):
+                    render(
+                        {
+                            "profile": "open-source",
+                            "kubernetesVersion": f"1.{cluster.minor}",
+                            "scheduler": {"configApi": api_name},
+                        },
+                        format="manifests",
+                    )
+                unknown, _ = cluster.start_scheduler(
+                    [*scheduler_args(cluster, tmp_path, api_name), "--scheduler-name=gpushare-scheduler"],
+                    name="sched-name",
+                )
+                assert unknown.popen.wait(60) != 0
+                assert "unknown flag: --scheduler-name" in unknown.log.read_text()
         else:
             try:
                 process.popen.wait(60)
@@ -94,7 +125,13 @@ def test_scheduler_accepts_exactly_the_apis_the_generator_allows(cluster: Contro
             log = process.log.read_text(errors="replace")
             assert api_name in log or "policy-config-file" in log, log[-2000:]
             with pytest.raises(Exception, match="is not allowed"):
-                render({"profile": "open-source", "kubernetesVersion": f"1.{cluster.minor}",
-                        "scheduler": {"configApi": api_name}}, format="manifests")
+                render(
+                    {
+                        "profile": "open-source",
+                        "kubernetesVersion": f"1.{cluster.minor}",
+                        "scheduler": {"configApi": api_name},
+                    },
+                    format="manifests",
+                )
     finally:
         process.stop()

@@ -23,13 +23,29 @@ def test_inspect_and_place_from_a_live_cluster(cluster: ControlPlane, tmp_path: 
     core = api(cluster.kubeconfig)
     create_node(core, *gpu_node("live-a", 2, 15, {"ack.node.gpu.schedule": "share"}))
     create_node(core, *gpu_node("live-b", 4, 8))
-    core.create_namespaced_config_map("kube-system", {"metadata": {"name": "unhealthy-gpu-live-b"},
-                                                       "data": {"gpus": "3"}})
+    core.create_namespaced_config_map(
+        "kube-system", {"metadata": {"name": "unhealthy-gpu-live-b"}, "data": {"gpus": "3"}}
+    )
     for name, node, idx, mem in (("p1", "live-a", "1", 6), ("p2", "live-b", "0", 8), ("p3", "live-b", "2", 3)):
-        core.create_namespaced_pod("default", {
-            "metadata": {"name": name, "annotations": {"ALIYUN_COM_GPU_MEM_IDX": idx, "ALIYUN_COM_GPU_MEM_POD": str(mem)}},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9",
-                                                       "resources": {"limits": {"aliyun.com/gpu-mem": str(mem)}}}]}})
+        core.create_namespaced_pod(
+            "default",
+            {
+                "metadata": {
+                    "name": name,
+                    "annotations": {"ALIYUN_COM_GPU_MEM_IDX": idx, "ALIYUN_COM_GPU_MEM_POD": str(mem)},
+                },
+                "spec": {
+                    "nodeName": node,
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "registry.k8s.io/pause:3.9",
+                            "resources": {"limits": {"aliyun.com/gpu-mem": str(mem)}},
+                        }
+                    ],
+                },
+            },
+        )
     live = gpushare("inspect", "--kubeconfig", str(cluster.kubeconfig))
     assert live.returncode == 0, live.stderr
     rows = {line.split()[0]: line.split() for line in live.stdout.splitlines()[1:3]}
@@ -40,16 +56,31 @@ def test_inspect_and_place_from_a_live_cluster(cluster: ControlPlane, tmp_path: 
     # the same objects as files give the same answer, and a workload lands where the file run says
     dump = tmp_path / "cluster.yaml"
     nodes = [core.api_client.sanitize_for_serialization(n) | {"kind": "Node"} for n in core.list_node().items]
-    maps = [core.api_client.sanitize_for_serialization(c) | {"kind": "ConfigMap"}
-            for c in core.list_namespaced_config_map("kube-system").items]
-    pods = [core.api_client.sanitize_for_serialization(p) | {"kind": "Pod"}
-            for p in core.list_pod_for_all_namespaces().items]
+    maps = [
+        core.api_client.sanitize_for_serialization(c) | {"kind": "ConfigMap"}
+        for c in core.list_namespaced_config_map("kube-system").items
+    ]
+    pods = [
+        core.api_client.sanitize_for_serialization(p) | {"kind": "Pod"}
+        for p in core.list_pod_for_all_namespaces().items
+    ]
     dump.write_text(yaml.safe_dump_all(nodes + maps + pods))
     workload = tmp_path / "w.yaml"
-    workload.write_text(yaml.safe_dump({"apiVersion": "apps/v1", "kind": "Deployment",
-                                        "metadata": {"name": "w", "namespace": "default"},
-                                        "spec": {"replicas": 4, "template": {"spec": {"containers": [
-                                            {"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": 7}}}]}}}}))
+    workload.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "w", "namespace": "default"},
+                "spec": {
+                    "replicas": 4,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": 7}}}]}
+                    },
+                },
+            }
+        )
+    )
     from_live = gpushare("place", "--kubeconfig", str(cluster.kubeconfig), str(workload), "-o", "json")
     from_files = gpushare("place", "--nodes", str(dump), "--existing", str(dump), str(workload), "-o", "json")
     assert from_live.returncode == from_files.returncode == 0, from_live.stderr + from_files.stderr
