@@ -116,6 +116,18 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
         p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
 
 
+FACT_FLAGS = ("region", "kube-version", "scheduler-version", "cgpu-version", "driver-version", "docker-version",
+              "chart-version")
+
+
+def _policy_args(p: argparse.ArgumentParser) -> None:
+    facts = p.add_argument_group("cluster facts (what the rules check against)")
+    for flag in FACT_FLAGS:
+        facts.add_argument(f"--{flag}", metavar="VALUE")
+    p.add_argument("-o", "--output", choices=("text", "json", "sarif"), default="text", help="output form")
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="gpushare", description="GPU sharing on Kubernetes: installer generator, rules, dry-run.")
     p.add_argument("--version", action="version", version=f"gpushare {__version__}")
@@ -137,6 +149,21 @@ def parser() -> argparse.ArgumentParser:
     )
     _placement_args(inspect, workloads=False)
     inspect.set_defaults(output="inspect")
+    validate = sub.add_parser("validate", help="check settings, workloads and Nodes against the product's rules",
+                              description="Run every rule on settings documents (kind InstallerSettings), workloads "
+                              "(Pod and controllers) and Node manifests. Exit 0 clean or warnings only, 1 on errors "
+                              "(--strict: warnings too), 2 on bad usage or unreadable input.")
+    validate.add_argument("paths", nargs="+", help="files, directories or - (stdin)")
+    _policy_args(validate)
+    preflight = sub.add_parser("preflight", help="can these settings be installed on this cluster? (read-only)",
+                               description="Read the cluster (version, nodes, GPU pods, installed unit, scheduler) "
+                               "and run the rules on the settings against it. Never writes to the cluster.")
+    preflight.add_argument("--kubeconfig", default=None, metavar="FILE", help="kubeconfig (default: the usual)")
+    preflight.add_argument("--context", help="kubeconfig context")
+    preflight.add_argument("--config", required=True, metavar="FILE", help="settings document to install")
+    _policy_args(preflight)
+    rules = sub.add_parser("rules", help="list every rule: ID, severity, summary, source")
+    rules.add_argument("-o", "--output", choices=("text", "json"), default="text")
     return p
 
 
@@ -197,13 +224,67 @@ def _cmd_place(args: argparse.Namespace) -> int:
     return place_command(request, sys.stdout)
 
 
+def _facts(args: argparse.Namespace) -> dict[str, str | None]:
+    return {flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag in FACT_FLAGS}
+
+
+def _print_report(report: Any, args: argparse.Namespace) -> int:
+    from gpushare import reporting
+    from gpushare.ruleset import RULES
+
+    if args.output == "json":
+        print(json.dumps(reporting.to_dict(report), indent=2))
+    elif args.output == "sarif":
+        print(json.dumps(reporting.to_sarif(report, RULES), indent=2))
+    else:
+        sys.stdout.write(reporting.to_text(report))
+    return report.exit_code(args.strict)
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from gpushare.rules import Context
+    from gpushare.validation import read_inputs, validate
+
+    sources = read_inputs(args.paths)
+    return _print_report(validate(sources, Context(**_facts(args))), args)  # type: ignore[arg-type]
+
+
+def _cmd_preflight(args: argparse.Namespace) -> int:
+    from gpushare.preflight import preflight, read_facts
+    from gpushare.rendering import load_config
+
+    document = load_config(args.config)
+    facts = read_facts(args.kubeconfig, args.context)
+    flags = {k: v for k, v in _facts(args).items() if k != "kube_version"}
+    for note in facts.notes:
+        print(f"gpushare: note: {note}", file=sys.stderr)
+    return _print_report(preflight(document, facts, args.config, **flags), args)
+
+
+def _cmd_rules(args: argparse.Namespace) -> int:
+    from gpushare.reporting import rule_dict
+    from gpushare.ruleset import RULES
+
+    if args.output == "json":
+        print(json.dumps({"apiVersion": "gpushare.io/v1alpha1", "kind": "RuleList",
+                          "rules": [rule_dict(r) for r in RULES]}, indent=2))
+        return 0
+    for rule in RULES:
+        print(f"{rule.id}  {rule.severity:<7}  {rule.target:<8}  {rule.summary}  [{rule.source}]")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    commands = {"render": _cmd_render, "place": _cmd_place, "inspect": _cmd_place, "validate": _cmd_validate,
+                "preflight": _cmd_preflight, "rules": _cmd_rules}
     try:
-        return {"render": _cmd_render, "place": _cmd_place, "inspect": _cmd_place}[args.command](args)
+        return commands[args.command](args)
     except GpushareError as exc:
         print(f"gpushare: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # the reader (head, less) went away: nothing more to say
+        return 0
     except OSError as exc:
         print(f"gpushare: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
         return 1

@@ -66,6 +66,9 @@ def _scheduler(ctx: Context, _: Context) -> Iterable[Offence]:
 
 
 def _region(ctx: Context, _: Context) -> Iterable[Offence]:
+    settings_say_so = ctx.settings is not None and ctx.settings.compute_allocation and ctx.settings.region == ctx.region
+    if settings_say_so:
+        return  # GS107 reports it on the settings document
     if uses_compute(ctx) and ctx.region and ctx.region not in profiles.COMPUTE_REGIONS:
         yield "--region", ctx.region, f"a region with compute allocation: {', '.join(profiles.COMPUTE_REGIONS)}"
 
@@ -114,6 +117,15 @@ def _driver(ctx: Context, _: Context) -> Iterable[Offence]:
 def _docker(ctx: Context, _: Context) -> Iterable[Offence]:
     if ctx.docker_version and valid(ctx.docker_version) and not at_least(ctx.docker_version, MIN_DOCKER):
         yield "--docker-version", ctx.docker_version, f">= {MIN_DOCKER} for cGPU"
+
+
+def _unit_switch(ctx: Context, _: Context) -> Iterable[Offence]:
+    """From a live read (preflight): the unit installed now, and the pods that hold GPU memory."""
+    current, pods = ctx.extra.get("current_unit"), ctx.extra.get("gpu_pods") or []
+    if ctx.settings is not None and current and current != ctx.settings.gpu_memory_unit and pods:
+        listed = ", ".join(pods[:20]) + (f" and {len(pods) - 20} more" if len(pods) > 20 else "")
+        yield ("gpuMemoryUnit", ctx.settings.gpu_memory_unit,
+               f"{current} while pods hold GPU memory (delete them first, then reinstall): {listed}")
 
 
 RULES: tuple[Rule, ...] = (
@@ -187,4 +199,7 @@ RULES: tuple[Rule, ...] = (
         "GC409", "error", "cluster", "cGPU needs NVIDIA driver >= 418.87.01", "Upgrade the driver.", "seed 004", _driver
     ),
     Rule("GC410", "error", "cluster", "cGPU needs Docker >= 19.03.5", "Upgrade Docker.", "seed 004", _docker),
+    Rule("GC411", "error", "cluster", "No memory-unit switch while pods hold GPU memory",
+         "Delete every pod requesting aliyun.com/gpu-mem, uninstall, reinstall with the new unit.", "seed 000",
+         _unit_switch),
 )

@@ -129,7 +129,16 @@ def _control_plane_version(s: InstallerSettings, ctx: Context) -> Iterable[Offen
         )
 
 
+def _loads(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    return ()  # the findings come from load_settings' own error (gpushare.validation)
+
+
+#: A settings document that does not load (unknown key, wrong type): reported, never a traceback.
+DOCUMENT_RULE = Rule("GS100", "error", "settings", "The settings document must match its schema",
+                     "See schemas/installer-settings.schema.json.", "gpushare", _loads)
+
 RULES: tuple[Rule, ...] = (
+    DOCUMENT_RULE,
     Rule(
         "GS101",
         "error",

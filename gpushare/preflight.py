@@ -1,0 +1,84 @@
+"""`gpushare preflight`: can these settings be installed on this cluster? Read-only.
+
+Reads the server version, Nodes (labels, capacity, region and instance-type labels), pods holding
+aliyun.com/gpu-mem, the device plugin installed now (its memory unit) and the scheduler in use, then
+runs the same rules as `gpushare validate` with those facts. Only get and list calls are made.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare import labels
+from gpushare.placement.inputs import Source
+from gpushare.placement.live import ClusterError
+from gpushare.rules import Context
+from gpushare.validation import Report, validate
+
+
+@dataclass
+class ClusterFacts:
+    version: str
+    nodes: list[dict[str, Any]]
+    gpu_pods: list[str]
+    current_unit: str | None
+    scheduler: str | None  # image tag of the kube-scheduler found, if any
+    region: str | None
+    notes: list[str] = field(default_factory=list)
+
+
+def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterFacts:
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+    except (config.ConfigException, OSError, TypeError) as exc:
+        raise ClusterError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {exc}") from None
+    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    plain = api_client.sanitize_for_serialization
+    notes: list[str] = []
+    try:
+        version = client.VersionApi(api_client).get_code().git_version
+        nodes = [plain(n) | {"kind": "Node"} for n in core.list_node().items]
+        pods = core.list_pod_for_all_namespaces().items
+    except ApiException as exc:
+        what = "access denied" if exc.status in (401, 403) else f"HTTP {exc.status}"
+        raise ClusterError(f"reading the cluster failed ({what}): {exc.reason}") from None
+    except (HTTPError, OSError) as exc:
+        raise ClusterError(f"cluster unreachable: {exc}") from None
+    holding = []
+    scheduler = None
+    for pod in pods:
+        if pod.status and pod.status.phase in ("Succeeded", "Failed"):
+            continue
+        asks = any(labels.GPU_MEM in ((c.resources and c.resources.limits) or {}) for c in pod.spec.containers or [])
+        if asks:
+            holding.append(f"{pod.metadata.namespace}/{pod.metadata.name}")
+        if pod.metadata.namespace == "kube-system" and (pod.metadata.labels or {}).get("component") == "kube-scheduler":
+            scheduler = (pod.spec.containers[0].image or "").rsplit(":", 1)[-1]
+    current = None
+    try:
+        for ds in apps.list_namespaced_daemon_set("kube-system").items:
+            if ds.metadata.name.startswith("gpushare-device-plugin"):
+                for arg in (ds.spec.template.spec.containers[0].command or []) + (ds.spec.template.spec.containers[0].args or []):
+                    match = re.match(r"--memory-unit=(\S+)", arg)
+                    if match:
+                        current = match.group(1)
+    except ApiException as exc:
+        notes.append(f"could not read DaemonSets in kube-system ({exc.status}): the installed unit is unknown")
+    regions = {n["metadata"].get("labels", {}).get("topology.kubernetes.io/region") for n in nodes} - {None}
+    return ClusterFacts(version, nodes, holding, current, scheduler, sorted(regions)[0] if regions else None, notes)
+
+
+def preflight(settings_doc: dict[str, Any], facts: ClusterFacts, where: str = "settings",
+              **flags: str | None) -> Report:
+    """The rules over the settings and the cluster as read, with flags filling in what the cluster cannot say."""
+    ctx = Context(kube_version=facts.version, region=flags.pop("region", None) or facts.region,
+                  scheduler_version=flags.pop("scheduler_version", None) or facts.scheduler,
+                  extra={"current_unit": facts.current_unit, "gpu_pods": facts.gpu_pods}, **flags)  # type: ignore[arg-type]
+    sources = [Source(settings_doc, where)] + [Source(n, f"cluster:Node/{n['metadata']['name']}") for n in facts.nodes]
+    return validate(sources, ctx)
