@@ -116,8 +116,15 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
         p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
 
 
-FACT_FLAGS = ("region", "kube-version", "scheduler-version", "cgpu-version", "driver-version", "docker-version",
-              "chart-version")
+FACT_FLAGS = (
+    "region",
+    "kube-version",
+    "scheduler-version",
+    "cgpu-version",
+    "driver-version",
+    "docker-version",
+    "chart-version",
+)
 
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
@@ -149,15 +156,21 @@ def parser() -> argparse.ArgumentParser:
     )
     _placement_args(inspect, workloads=False)
     inspect.set_defaults(output="inspect")
-    validate = sub.add_parser("validate", help="check settings, workloads and Nodes against the product's rules",
-                              description="Run every rule on settings documents (kind InstallerSettings), workloads "
-                              "(Pod and controllers) and Node manifests. Exit 0 clean or warnings only, 1 on errors "
-                              "(--strict: warnings too), 2 on bad usage or unreadable input.")
+    validate = sub.add_parser(
+        "validate",
+        help="check settings, workloads and Nodes against the product's rules",
+        description="Run every rule on settings documents (kind InstallerSettings), workloads "
+        "(Pod and controllers) and Node manifests. Exit 0 clean or warnings only, 1 on errors "
+        "(--strict: warnings too), 2 on bad usage or unreadable input.",
+    )
     validate.add_argument("paths", nargs="+", help="files, directories or - (stdin)")
     _policy_args(validate)
-    preflight = sub.add_parser("preflight", help="can these settings be installed on this cluster? (read-only)",
-                               description="Read the cluster (version, nodes, GPU pods, installed unit, scheduler) "
-                               "and run the rules on the settings against it. Never writes to the cluster.")
+    preflight = sub.add_parser(
+        "preflight",
+        help="can these settings be installed on this cluster? (read-only)",
+        description="Read the cluster (version, nodes, GPU pods, installed unit, scheduler) "
+        "and run the rules on the settings against it. Never writes to the cluster.",
+    )
     preflight.add_argument("--kubeconfig", default=None, metavar="FILE", help="kubeconfig (default: the usual)")
     preflight.add_argument("--context", help="kubeconfig context")
     preflight.add_argument("--config", required=True, metavar="FILE", help="settings document to install")
@@ -238,7 +251,7 @@ def _print_report(report: Any, args: argparse.Namespace) -> int:
         print(json.dumps(reporting.to_sarif(report, RULES), indent=2))
     else:
         sys.stdout.write(reporting.to_text(report))
-    return report.exit_code(args.strict)
+    return int(report.exit_code(args.strict))
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -266,8 +279,12 @@ def _cmd_rules(args: argparse.Namespace) -> int:
     from gpushare.ruleset import RULES
 
     if args.output == "json":
-        print(json.dumps({"apiVersion": "gpushare.io/v1alpha1", "kind": "RuleList",
-                          "rules": [rule_dict(r) for r in RULES]}, indent=2))
+        print(
+            json.dumps(
+                {"apiVersion": "gpushare.io/v1alpha1", "kind": "RuleList", "rules": [rule_dict(r) for r in RULES]},
+                indent=2,
+            )
+        )
         return 0
     for rule in RULES:
         print(f"{rule.id}  {rule.severity:<7}  {rule.target:<8}  {rule.summary}  [{rule.source}]")
@@ -276,8 +293,14 @@ def _cmd_rules(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    commands = {"render": _cmd_render, "place": _cmd_place, "inspect": _cmd_place, "validate": _cmd_validate,
-                "preflight": _cmd_preflight, "rules": _cmd_rules}
+    commands = {
+        "render": _cmd_render,
+        "place": _cmd_place,
+        "inspect": _cmd_place,
+        "validate": _cmd_validate,
+        "preflight": _cmd_preflight,
+        "rules": _cmd_rules,
+    }
     try:
         return commands[args.command](args)
     except GpushareError as exc:

@@ -52,20 +52,23 @@ def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterFac
         raise ClusterError(f"cluster unreachable: {exc}") from None
     holding = []
     scheduler = None
-    for pod in pods:
-        if pod.status and pod.status.phase in ("Succeeded", "Failed"):
+    for pod in (plain(p) for p in pods):
+        meta, spec = pod.get("metadata", {}), pod.get("spec", {})
+        if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        asks = any(labels.GPU_MEM in ((c.resources and c.resources.limits) or {}) for c in pod.spec.containers or [])
-        if asks:
-            holding.append(f"{pod.metadata.namespace}/{pod.metadata.name}")
-        if pod.metadata.namespace == "kube-system" and (pod.metadata.labels or {}).get("component") == "kube-scheduler":
-            scheduler = (pod.spec.containers[0].image or "").rsplit(":", 1)[-1]
+        containers = spec.get("containers") or []
+        if any(labels.GPU_MEM in (c.get("resources", {}).get("limits") or {}) for c in containers):
+            holding.append(f"{meta.get('namespace')}/{meta.get('name')}")
+        if meta.get("namespace") == "kube-system" and (meta.get("labels") or {}).get("component") == "kube-scheduler":
+            scheduler = str(containers[0].get("image", "")).rsplit(":", 1)[-1] if containers else None
     current = None
     try:
-        for ds in apps.list_namespaced_daemon_set("kube-system").items:
-            if ds.metadata.name.startswith("gpushare-device-plugin"):
-                for arg in (ds.spec.template.spec.containers[0].command or []) + (ds.spec.template.spec.containers[0].args or []):
-                    match = re.match(r"--memory-unit=(\S+)", arg)
+        for ds in (plain(d) for d in apps.list_namespaced_daemon_set("kube-system").items):
+            if not str(ds["metadata"].get("name", "")).startswith("gpushare-device-plugin"):
+                continue
+            for container in ds["spec"]["template"]["spec"].get("containers") or []:
+                for arg in (container.get("command") or []) + (container.get("args") or []):
+                    match = re.match(r"--memory-unit=(\S+)", str(arg))
                     if match:
                         current = match.group(1)
     except ApiException as exc:
@@ -74,11 +77,19 @@ def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterFac
     return ClusterFacts(version, nodes, holding, current, scheduler, sorted(regions)[0] if regions else None, notes)
 
 
-def preflight(settings_doc: dict[str, Any], facts: ClusterFacts, where: str = "settings",
-              **flags: str | None) -> Report:
+def preflight(
+    settings_doc: dict[str, Any], facts: ClusterFacts, where: str = "settings", **flags: str | None
+) -> Report:
     """The rules over the settings and the cluster as read, with flags filling in what the cluster cannot say."""
-    ctx = Context(kube_version=facts.version, region=flags.pop("region", None) or facts.region,
-                  scheduler_version=flags.pop("scheduler_version", None) or facts.scheduler,
-                  extra={"current_unit": facts.current_unit, "gpu_pods": facts.gpu_pods}, **flags)  # type: ignore[arg-type]
+    ctx = Context(
+        kube_version=facts.version,
+        region=flags.get("region") or facts.region,
+        scheduler_version=flags.get("scheduler_version") or facts.scheduler,
+        cgpu_version=flags.get("cgpu_version"),
+        driver_version=flags.get("driver_version"),
+        docker_version=flags.get("docker_version"),
+        chart_version=flags.get("chart_version"),
+        extra={"current_unit": facts.current_unit, "gpu_pods": facts.gpu_pods},
+    )
     sources = [Source(settings_doc, where)] + [Source(n, f"cluster:Node/{n['metadata']['name']}") for n in facts.nodes]
     return validate(sources, ctx)

@@ -62,9 +62,15 @@ def extender_stanza(ctx: Context, api: str) -> dict[str, Any]:
 #: real 1.22.17 binary); it runs with the defaults named, less the two whose arguments it cannot convert.
 POLICY_PRIORITIES_1_22 = [
     {"name": name, "weight": weight}
-    for name, weight in (("BalancedResourceAllocation", 1), ("ImageLocalityPriority", 1),
-                         ("InterPodAffinityPriority", 1), ("NodeAffinityPriority", 1), ("TaintTolerationPriority", 1),
-                         ("SelectorSpreadPriority", 1), ("EvenPodsSpreadPriority", 2))
+    for name, weight in (
+        ("BalancedResourceAllocation", 1),
+        ("ImageLocalityPriority", 1),
+        ("InterPodAffinityPriority", 1),
+        ("NodeAffinityPriority", 1),
+        ("TaintTolerationPriority", 1),
+        ("SelectorSpreadPriority", 1),
+        ("EvenPodsSpreadPriority", 2),
+    )
 ]
 
 

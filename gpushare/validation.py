@@ -89,13 +89,20 @@ def validate(objects: Iterable[dict[str, Any] | Source], context: Context | None
         except InputError:
             version = None
         if version is not None:
-            subjects = [replace(s, obj=s.obj.model_copy(update={"kubernetes_version": version.text}))
-                        if s.target == "settings" and s.obj.kubernetes_version is None else s for s in subjects]
+            subjects = [
+                replace(s, obj=s.obj.model_copy(update={"kubernetes_version": version.text}))
+                if s.target == "settings" and s.obj.kubernetes_version is None
+                else s
+                for s in subjects
+            ]
     if settings is not None and ctx.region is None and settings.region:
         ctx = replace(ctx, region=settings.region)
-    ctx = replace(ctx, settings=ctx.settings or settings,
-                  nodes=[s.obj for s in subjects if s.target == "node"] or list(ctx.nodes),
-                  workloads=[s.obj for s in subjects if s.target == "workload"])
+    ctx = replace(
+        ctx,
+        settings=ctx.settings or settings,
+        nodes=[s.obj for s in subjects if s.target == "node"] or list(ctx.nodes),
+        workloads=[s.obj for s in subjects if s.target == "workload"],
+    )
     subjects.append(Subject("cluster", "cluster", "flags", ctx))
     findings += evaluate(subjects, ctx)
     return Report(findings, len(sources), ignored)

@@ -15,9 +15,9 @@ from conftest import REPO, by_key, helm_template
 from jsonschema import Draft202012Validator
 
 from gpushare import render
+from gpushare.errors import InputError
 from gpushare.matrix import combos
 from gpushare.settings import load_settings
-from gpushare.errors import InputError
 from gpushare.versions import MINORS, POLICY_SCHEDULER_NAME_UNTIL, parse_kube_version, served_apis
 
 SCHEDULER_SCHEMAS = {

@@ -333,10 +333,8 @@ def main(argv: list[str]) -> int:
         return 2
     names = argv[1:] or list(TOOLS)
     for name in names:
-        if name.startswith("1."):  # a minor: its control plane
-            tools = list(control_plane_tools(int(name.split(".")[1])).values())
-        else:
-            tools = [TOOLS[name]]
+        # a minor (1.X) names its control plane
+        tools = list(control_plane_tools(int(name.split(".")[1])).values()) if name.startswith("1.") else [TOOLS[name]]
         for tool in tools:
             started = time.monotonic()
             path = tool.ensure()

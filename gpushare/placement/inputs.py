@@ -50,8 +50,10 @@ def read_documents(path: str | Path, text: str | None = None) -> list[Source]:
     result: list[Source] = []
     starts = [0] + [m.end() for m in _DOC_SPLIT.finditer(text)]
     ends = [m.start() for m in _DOC_SPLIT.finditer(text)] + [len(text)]
+    line, counted = 1, 0
     for start, end in zip(starts, ends, strict=True):
-        line = text.count("\n", 0, start) + 1
+        line += text.count("\n", counted, start)
+        counted = start
         try:
             data = yaml.load(text[start:end], Loader=_Loader)
         except yaml.YAMLError as exc:

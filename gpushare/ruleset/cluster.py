@@ -86,9 +86,9 @@ def _deadlock(ctx: Context, _: Context) -> Iterable[Offence]:
 
 def _old_cgpu(ctx: Context, _: Context) -> Iterable[Offence]:
     version = ctx.cgpu_version
-    if version and valid(version) and numbers(version) != numbers(CGPU_DEADLOCK):
-        if not at_least(version, CGPU_RECOMMENDED):
-            yield "--cgpu-version", version, f">= {CGPU_RECOMMENDED} (ACK's FAQ: upgrade releases up to 1.5.7)"
+    deadlock = version is not None and valid(version) and numbers(version) == numbers(CGPU_DEADLOCK)
+    if version and valid(version) and not deadlock and not at_least(version, CGPU_RECOMMENDED):
+        yield "--cgpu-version", version, f">= {CGPU_RECOMMENDED} (ACK's FAQ: upgrade releases up to 1.5.7)"
 
 
 def _driver_compat(ctx: Context, _: Context) -> Iterable[Offence]:
@@ -124,8 +124,11 @@ def _unit_switch(ctx: Context, _: Context) -> Iterable[Offence]:
     current, pods = ctx.extra.get("current_unit"), ctx.extra.get("gpu_pods") or []
     if ctx.settings is not None and current and current != ctx.settings.gpu_memory_unit and pods:
         listed = ", ".join(pods[:20]) + (f" and {len(pods) - 20} more" if len(pods) > 20 else "")
-        yield ("gpuMemoryUnit", ctx.settings.gpu_memory_unit,
-               f"{current} while pods hold GPU memory (delete them first, then reinstall): {listed}")
+        yield (
+            "gpuMemoryUnit",
+            ctx.settings.gpu_memory_unit,
+            f"{current} while pods hold GPU memory (delete them first, then reinstall): {listed}",
+        )
 
 
 RULES: tuple[Rule, ...] = (
@@ -199,7 +202,13 @@ RULES: tuple[Rule, ...] = (
         "GC409", "error", "cluster", "cGPU needs NVIDIA driver >= 418.87.01", "Upgrade the driver.", "seed 004", _driver
     ),
     Rule("GC410", "error", "cluster", "cGPU needs Docker >= 19.03.5", "Upgrade Docker.", "seed 004", _docker),
-    Rule("GC411", "error", "cluster", "No memory-unit switch while pods hold GPU memory",
-         "Delete every pod requesting aliyun.com/gpu-mem, uninstall, reinstall with the new unit.", "seed 000",
-         _unit_switch),
+    Rule(
+        "GC411",
+        "error",
+        "cluster",
+        "No memory-unit switch while pods hold GPU memory",
+        "Delete every pod requesting aliyun.com/gpu-mem, uninstall, reinstall with the new unit.",
+        "seed 000",
+        _unit_switch,
+    ),
 )

@@ -55,7 +55,7 @@ def _compute_region(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
 
 
 def _compute_region_unknown(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
-    if s.compute_allocation and s.region is None:
+    if s.compute_allocation and s.region is None and ctx.region is None:  # a live read may know it
         yield "region", None, "the cluster's region, so compute-allocation support can be checked"
 
 
@@ -134,8 +134,15 @@ def _loads(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
 
 
 #: A settings document that does not load (unknown key, wrong type): reported, never a traceback.
-DOCUMENT_RULE = Rule("GS100", "error", "settings", "The settings document must match its schema",
-                     "See schemas/installer-settings.schema.json.", "gpushare", _loads)
+DOCUMENT_RULE = Rule(
+    "GS100",
+    "error",
+    "settings",
+    "The settings document must match its schema",
+    "See schemas/installer-settings.schema.json.",
+    "gpushare",
+    _loads,
+)
 
 RULES: tuple[Rule, ...] = (
     DOCUMENT_RULE,

@@ -95,9 +95,12 @@ def _cgpu_env(p: PodView, ctx: Context) -> Iterable[Offence]:
         if name in ("ALIYUN_COM_GPU_MEM_CONTAINER", "ALIYUN_COM_GPU_MEM_DEV"):
             if value is not None and not _MEM_LIST.match(str(value).strip()):
                 yield field, value, "GiB per GPU as a number or a comma list (3, or 3,1 where the last value repeats)"
-        elif name == "ALIYUN_COM_GPU_SCHD_WEIGHT" and value is not None:
-            if not str(value).isdigit() or int(str(value)) < 1:
-                yield field, value, "a whole number >= 1 (above 1 selects weighted preemptive scheduling)"
+        elif (
+            name == "ALIYUN_COM_GPU_SCHD_WEIGHT"
+            and value is not None
+            and (not str(value).isdigit() or int(str(value)) < 1)
+        ):
+            yield field, value, "a whole number >= 1 (above 1 selects weighted preemptive scheduling)"
 
 
 def _cgpu_disabled(p: PodView, ctx: Context) -> Iterable[Offence]:

@@ -82,7 +82,7 @@ def _cert(
     sans: Sequence[x509.GeneralName] = (),
     client: bool = False,
 ) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     builder = (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -211,7 +211,7 @@ class ControlPlane:
                 ) as response:
                     if response.status == expect:
                         return
-            except Exception as exc:  # noqa: BLE001 - any failure means: not up yet
+            except Exception as exc:
                 last = str(exc)
             time.sleep(0.3)
         raise StartError(f"{process.name} not healthy at {url} after {timeout:.0f}s ({last}):\n{tail(process.log)}")

@@ -19,11 +19,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cluster import ControlPlane  # noqa: E402
-from toolchain import need_tool  # noqa: E402
-from toolchain import control_plane_tools  # noqa: E402
+from cluster import ControlPlane
+from toolchain import (
+    control_plane_tools,
+    need_tool,
+)
 
-from gpushare.versions import MINORS  # noqa: E402
+from gpushare.versions import MINORS
 
 DEFAULT_MINORS = (20, 22, 24, 28)
 

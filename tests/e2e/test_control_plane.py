@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import yaml
-from cluster import ControlPlane, StartError, tail
-
-from kube import api, create_node, gpu_node
+from cluster import ControlPlane, tail
+from kube import api
 from toolchain import HELM, need_tool
 
-from gpushare import render
-from gpushare import schedconfig
+from gpushare import render, schedconfig
 from gpushare.context import Context
 from gpushare.settings import load_settings
 from gpushare.template import text_of

@@ -1,0 +1,120 @@
+"""`gpushare preflight` against a real API server: facts read live, a unit switch refused, read-only access."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from cluster import ControlPlane
+from kube import api, create_node, gpu_node
+from kubernetes import client
+from toolchain import HELM, need_tool
+
+from gpushare import render
+
+pytestmark = pytest.mark.e2e
+
+
+def gpushare(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpushare", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_preflight_reads_the_cluster_and_refuses_a_unit_switch(cluster: ControlPlane, tmp_path: Path) -> None:
+    core = api(cluster.kubeconfig)
+    create_node(
+        core,
+        *gpu_node("pf-a", 2, 15, {"ack.node.gpu.schedule": "share", "topology.kubernetes.io/region": "cn-beijing"}),
+    )
+    chart = tmp_path / "chart"
+    render({"kubernetesVersion": f"1.{cluster.minor}"}, format="chart", output=chart)  # ack, 1GiB, managed
+    installed = subprocess.run(
+        [
+            str(need_tool(HELM)),
+            "install",
+            "pf",
+            str(chart),
+            "-n",
+            "kube-system",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert installed.returncode == 0, installed.stderr
+    core.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {"name": "holder"},
+            "spec": {
+                "nodeName": "pf-a",
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.k8s.io/pause:3.9",
+                        "resources": {"limits": {"aliyun.com/gpu-mem": "3"}},
+                    }
+                ],
+            },
+        },
+    )
+
+    # a user that may only read: preflight needs nothing more
+    rbac = client.RbacAuthorizationV1Api(core.api_client)
+    rbac.create_cluster_role(
+        {
+            "metadata": {"name": "gpushare-preflight"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list"]},
+                {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get", "list"]},
+            ],
+        }
+    )
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": "gpushare-preflight"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpushare-preflight"},
+            "subjects": [{"kind": "User", "name": "reader", "apiGroup": "rbac.authorization.k8s.io"}],
+        }
+    )
+    reader = cluster.write_kubeconfig("reader")
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(
+        yaml.safe_dump({"apiVersion": "gpushare.io/v1alpha1", "kind": "InstallerSettings", "gpuMemoryUnit": "128MiB"})
+    )
+    result = gpushare("preflight", "--kubeconfig", str(reader), "--config", str(settings), "-o", "json")
+    assert result.returncode == 1, result.stderr
+    findings = {f["rule"]: f for f in json.loads(result.stdout)["findings"]}
+    assert "GC411" in findings and "default/holder" in findings["GC411"]["expected"]
+    assert "1GiB" in findings["GC411"]["expected"]
+
+    same_unit = tmp_path / "same.yaml"
+    same_unit.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "gpushare.io/v1alpha1",
+                "kind": "InstallerSettings",
+                "isolation": ["share", "core_mem"],
+                "computeAllocation": True,
+            }
+        )
+    )
+    result = gpushare("preflight", "--kubeconfig", str(reader), "--config", str(same_unit), "-o", "json")
+    report = json.loads(result.stdout)
+    rules = {f["rule"] for f in report["findings"]}
+    assert "GC411" not in rules  # same unit: nothing to switch
+    assert "GS108" not in rules  # the region came from the nodes' labels (cn-beijing)
+
+    nobody = cluster.write_kubeconfig("nobody-pf")
+    denied = gpushare("preflight", "--kubeconfig", str(nobody), "--config", str(settings))
+    assert denied.returncode == 2 and "access denied" in denied.stderr
+    assert len(denied.stderr.strip().splitlines()) == 1
+    subprocess.run(
+        [str(need_tool(HELM)), "uninstall", "pf", "-n", "kube-system", "--kubeconfig", str(cluster.kubeconfig)],
+        capture_output=True,
+        check=True,
+    )

@@ -1,0 +1,247 @@
+"""Every rule fires on the case it exists for and stays quiet on a clean one; the CLI's contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO
+from jsonschema import Draft202012Validator
+
+from gpushare import render
+from gpushare.cli import main
+from gpushare.errors import InputError
+from gpushare.rules import Context
+from gpushare.ruleset import RULES
+from gpushare.validation import validate
+
+REPORT = Draft202012Validator(json.loads((REPO / "schemas" / "validation-report.schema.json").read_text()))
+SETTINGS = {"apiVersion": "gpushare.io/v1alpha1", "kind": "InstallerSettings"}
+
+
+def pod(limits: dict[str, Any] | None = None, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "c", "resources": {"limits": limits or {"aliyun.com/gpu-mem": 2}}}
+    if "env" in spec:
+        container["env"] = spec.pop("env")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "labels": labels or {}},
+        "spec": {"containers": [container], **spec},
+    }
+
+
+def node(
+    mode: str | None = "share",
+    gpus: int = 2,
+    per_gpu: int = 16,
+    core: int | None = None,
+    labels: dict[str, str] | None = None,
+    **info: str,
+) -> dict[str, Any]:
+    capacity: dict[str, Any] = {"aliyun.com/gpu-mem": gpus * per_gpu, "aliyun.com/gpu-count": gpus}
+    if core is not None:
+        capacity["aliyun.com/gpu-core.percentage"] = core
+    all_labels = {**({"ack.node.gpu.schedule": mode} if mode else {}), **(labels or {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n", "labels": all_labels},
+        "status": {"capacity": capacity, "nodeInfo": info},
+    }
+
+
+COMPUTE = {**SETTINGS, "isolation": ["core_mem"], "computeAllocation": True, "region": "cn-beijing"}
+#: rule ID -> (objects, context flags) that must raise it
+CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
+    "GS100": ([{**SETTINGS, "gpuMemoryUnits": "1GiB"}], {}),
+    "GS101": ([{**SETTINGS, "profile": "open-source", "gpuMemoryUnit": "128MiB"}], {}),
+    "GS102": ([{**SETTINGS, "profile": "open-source", "isolation": ["cgpu"]}], {}),
+    "GS103": ([{**SETTINGS, "profile": "open-source", "scheduler": {"mode": "managed"}}], {}),
+    "GS104": ([{**SETTINGS, "profile": "open-source", "computeAllocation": True}], {}),
+    "GS105": ([{**SETTINGS, "isolation": ["core_mem"]}], {}),
+    "GS106": ([{**COMPUTE, "scheduler": {"mode": "secondary"}}], {}),
+    "GS107": ([{**COMPUTE, "region": "eu-central-1"}], {}),
+    "GS108": ([{**COMPUTE, "region": None}], {}),
+    "GS109": (
+        [{**SETTINGS, "kubernetesVersion": "1.28", "scheduler": {"mode": "secondary", "configApi": "v1beta2"}}],
+        {},
+    ),
+    "GS110": (
+        [{**SETTINGS, "kubernetesVersion": "1.28", "scheduler": {"mode": "secondary", "configApi": "v1beta3"}}],
+        {},
+    ),
+    "GS111": ([{**SETTINGS, "scheduler": {"configApi": "v1"}}], {}),
+    "GS112": ([{**SETTINGS, "gpuMemoryUnit": "128MiB", "isolation": ["cgpu"]}], {}),
+    "GS113": ([{**SETTINGS, "gpuMemoryUnit": "128MiB"}], {}),
+    "GS114": ([{**SETTINGS, "scheduler": {"mode": "control-plane"}}], {}),
+    "GS115": (
+        [{**SETTINGS, "profile": "open-source", "kubernetesVersion": "1.22", "scheduler": {"configApi": "policy"}}],
+        {},
+    ),
+    "GW201": ([pod({"aliyun.com/gpu-mem": "1.5"})], {}),
+    "GW202": ([pod({"aliyun.com/gpu-mem": 2, "aliyun.com/gpu-core.percentage": 33})], {}),
+    "GW203": ([pod({"aliyun.com/gpu-core.percentage": 30})], {}),
+    "GW204": ([pod({"aliyun.com/gpu-mem": 5}, {"aliyun.com/gpu-count": "2"})], {}),
+    "GW205": (
+        [pod({"aliyun.com/gpu-mem": 4, "aliyun.com/gpu-core.percentage": 30}, {"aliyun.com/gpu-count": "2"})],
+        {},
+    ),
+    "GW206": (
+        [
+            pod(
+                {"aliyun.com/gpu-mem": 4, "aliyun.com/gpu-core.percentage": 30},
+                nodeSelector={"ack.node.gpu.schedule": "share"},
+            )
+        ],
+        {},
+    ),
+    "GW207": ([pod({"aliyun.com/gpu-mem": 17}), node(per_gpu=16)], {}),
+    "GW208": (
+        [
+            pod({"aliyun.com/gpu-mem": 4, "aliyun.com/gpu-core.percentage": 30}, nodeName="n1"),
+            {**pod({"aliyun.com/gpu-mem": 4}, nodeName="n1"), "metadata": {"name": "q"}},
+        ],
+        {},
+    ),
+    "GW209": ([pod(nodeSelector={"ack.node.gpu.schedule": "shared"})], {}),
+    "GW210": ([pod(env=[{"name": "ALIYUN_COM_GPU_SCHD_WEIGHT", "value": "0"}])], {}),
+    "GW211": ([pod(env=[{"name": "ALIYUN_COM_GPU_MEM_CONTAINER", "value": "0"}])], {}),
+    "GN301": ([node(gpus="two")], {}),  # type: ignore[arg-type]
+    "GN302": ([node(mode="mem")], {}),
+    "GN303": ([node(mode="core_mem", core=100)], {}),
+    "GN304": (
+        [node(gpus=3, per_gpu=5) | {"status": {"capacity": {"aliyun.com/gpu-mem": 16, "aliyun.com/gpu-count": 3}}}],
+        {},
+    ),
+    "GN305": ([node(mode="cgpu", labels={"node.kubernetes.io/instance-type": "ecs.g7.xlarge"})], {}),
+    "GN306": ([node(mode="cgpu", osImage="Windows Server 2019")], {}),
+    "GN307": ([node(mode="cgpu", containerRuntimeVersion="docker://18.9.1")], {}),
+    "GN308": ([node(mode="core_mem", core=200, labels={"topology.kubernetes.io/region": "eu-west-1"})], {}),
+    "GC401": ([], {"driver_version": "latest"}),
+    "GC402": ([COMPUTE], {"chart_version": "1.1.9"}),
+    "GC403": ([COMPUTE], {"kube_version": "1.24.6", "scheduler_version": "1.24.3-ack-1.9"}),
+    "GC404": ([pod({"aliyun.com/gpu-mem": 2, "aliyun.com/gpu-core.percentage": 30})], {"region": "eu-central-1"}),
+    "GC405": ([{**SETTINGS, "gpuMemoryUnit": "128MiB"}], {"kube_version": "1.18.6"}),
+    "GC406": ([], {"cgpu_version": "1.5.7"}),
+    "GC407": ([], {"cgpu_version": "1.5.8"}),
+    "GC408": ([], {"cgpu_version": "1.5.2", "driver_version": "535.54.03"}),
+    "GC409": ([], {"driver_version": "410.104"}),
+    "GC410": ([], {"docker_version": "18.09.1"}),
+    "GC411": ([{**SETTINGS, "gpuMemoryUnit": "128MiB"}], {}),
+}
+
+
+def fired(objects: list[dict[str, Any]], flags: dict[str, str], extra: dict[str, Any] | None = None) -> set[str]:
+    return {f.rule.id for f in validate(objects, Context(**flags, extra=extra or {})).findings}
+
+
+def test_every_rule_has_a_case() -> None:
+    assert set(CASES) == {r.id for r in RULES}
+
+
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_rule_fires(rule_id: str) -> None:
+    objects, flags = CASES[rule_id]
+    extra = {"current_unit": "1GiB", "gpu_pods": ["ml/a"]} if rule_id == "GC411" else None
+    assert rule_id in fired(objects, flags, extra)
+
+
+def test_clean_inputs_give_no_findings() -> None:
+    objects = [
+        {**SETTINGS, "isolation": ["share", "core_mem"], "computeAllocation": True, "region": "cn-beijing"},
+        pod(
+            {"aliyun.com/gpu-mem": 4, "aliyun.com/gpu-core.percentage": 30},
+            nodeSelector={"ack.node.gpu.schedule": "core_mem"},
+        ),
+        pod({"aliyun.com/gpu-mem": 8}, {"aliyun.com/gpu-count": "4"}),
+        node(
+            mode="core_mem",
+            core=200,
+            labels={
+                "node.kubernetes.io/instance-type": "ecs.gn7i-c8g1.2xlarge",
+                "topology.kubernetes.io/region": "cn-beijing",
+            },
+            osImage="Alibaba Cloud Linux 3",
+            containerRuntimeVersion="docker://20.10.7",
+        ),
+    ]
+    flags = {
+        "kube_version": "1.26.3",
+        "scheduler_version": "v1.26.3-aliyun-4.1-a520c096",
+        "cgpu_version": "1.5.10",
+        "driver_version": "535.161.08",
+        "docker_version": "20.10.7",
+        "chart_version": "1.2.1",
+    }
+    assert fired(objects, flags) == set()
+
+
+@pytest.mark.parametrize(
+    ("cgpu", "driver", "ok"),
+    [
+        ("1.5.20", "575.51.03", True),
+        ("1.5.3", "450.80.02", False),
+        ("1.5.2", "525.89.03", True),
+        ("1.5.2", "525.105.17", False),
+        ("1.0.5", "470.161.03", True),
+        ("1.0.3", "460.91.03", True),
+        ("1.0.3", "510.47.03", False),
+    ],
+)
+def test_cgpu_driver_table(cgpu: str, driver: str, ok: bool) -> None:
+    assert ("GC408" not in fired([], {"cgpu_version": cgpu, "driver_version": driver})) == ok
+
+
+def test_render_refuses_with_the_same_id_and_message() -> None:
+    doc = {**SETTINGS, "profile": "open-source", "gpuMemoryUnit": "128MiB"}
+    with pytest.raises(InputError) as exc:
+        render(doc)
+    finding = next(f for f in validate([doc]).findings if f.rule.id == "GS101")
+    assert str(exc.value) == finding.message
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    clean = tmp_path / "clean.yaml"
+    clean.write_text(yaml.safe_dump(pod()))
+    warn = tmp_path / "warn.yaml"
+    warn.write_text(yaml.safe_dump({**SETTINGS, "gpuMemoryUnit": "128MiB"}))
+    bad = tmp_path / "deploy"
+    bad.mkdir()
+    (bad / "a.yaml").write_text(yaml.safe_dump(pod({"aliyun.com/gpu-mem": -1})) + "---\n" + yaml.safe_dump(pod()))
+    assert run(capsys, "validate", str(clean))[0] == 0
+    assert run(capsys, "validate", str(warn))[0] == 0
+    assert run(capsys, "validate", str(warn), "--strict")[0] == 1
+    code, out, _ = run(capsys, "validate", str(bad), "-o", "json")
+    report = json.loads(out)
+    assert code == 1 and not list(REPORT.iter_errors(report))
+    (finding,) = report["findings"]
+    assert finding["rule"] == "GW201" and finding["location"] == f"{bad / 'a.yaml'}:1"
+    code, out, _ = run(capsys, "validate", str(bad), "-o", "sarif")
+    sarif = json.loads(out)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["ruleId"] == "GW201" and result["level"] == "error"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+    assert {r["id"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]} == {r.id for r in RULES}
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: Pod\nmetadata: {name: [x\n")
+    code, out, err = run(capsys, "validate", str(clean), str(broken))
+    assert code == 2 and out == "" and f"{broken}:" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "validate", str(tmp_path / "missing.yaml"))
+    assert code == 2 and "missing.yaml" in err
+
+
+def test_rules_listing(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "rules", "-o", "json")
+    listed = json.loads(out)["rules"]
+    assert code == 0 and [r["id"] for r in listed] == [r.id for r in RULES]
+    assert all(r["summary"] and r["remediation"] and r["source"] for r in listed)
