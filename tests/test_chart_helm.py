@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import REPO, by_key, helm_template
+from helpers import REPO, by_key, helm_template
 from jsonschema import Draft202012Validator
 
 from gpushare import render

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
+from helpers import REPO
 from jsonschema import Draft202012Validator
 
 from gpushare.cli import main

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO
+from helpers import REPO
 from jsonschema import Draft202012Validator
 
 from gpushare import render

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import IN_CI
+from toolchain import IN_CI
 
 from gpushare import render
 from gpushare.security import EXCEPTIONS
