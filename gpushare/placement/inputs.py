@@ -30,7 +30,6 @@ except AttributeError:  # pragma: no cover
 
 UNIT_MIB = {"1GiB": 1024, "GiB": 1024, "128MiB": 128, "MiB": 1}
 CONTROLLERS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet")
-_DOC_SPLIT = re.compile(r"^---[^\n]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -48,26 +47,26 @@ def read_documents(path: str | Path, text: str | None = None) -> list[Source]:
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError("file", name, f"a readable YAML file ({exc})") from None
     result: list[Source] = []
-    starts = [0] + [m.end() for m in _DOC_SPLIT.finditer(text)]
-    ends = [m.start() for m in _DOC_SPLIT.finditer(text)] + [len(text)]
-    line, counted = 1, 0
-    for start, end in zip(starts, ends, strict=True):
-        line += text.count("\n", counted, start)
-        counted = start
-        try:
-            data = yaml.load(text[start:end], Loader=_Loader)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = line + (mark.line if mark is not None else 0)
-            raise InputError("file", name, f"valid YAML (error at {name}:{at})") from None
-        if data is None:
-            continue
-        if not isinstance(data, dict):
-            raise InputError("file", name, f"Kubernetes objects (a mapping at {name}:{line})")
-        items = data.get("items") if str(data.get("kind", "")).endswith("List") else None
-        for item in items if isinstance(items, list) else [data]:
-            if isinstance(item, dict):
-                result.append(Source(item, f"{name}:{line}"))
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            line = node.start_mark.line + 1 if node is not None else 1
+            data = loader.construct_document(node) if node is not None else None
+            if data is None:
+                continue
+            if not isinstance(data, dict):
+                raise InputError("file", name, f"Kubernetes objects (a mapping at {name}:{line})")
+            items = data.get("items") if str(data.get("kind", "")).endswith("List") else None
+            for item in items if isinstance(items, list) else [data]:
+                if isinstance(item, dict):
+                    result.append(Source(item, f"{name}:{line}"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        at = f"{name}:{mark.line + 1}" if mark is not None else name
+        raise InputError("file", name, f"valid YAML (error at {at})") from None
+    finally:
+        loader.dispose()
     return result
 
 

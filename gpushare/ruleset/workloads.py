@@ -54,12 +54,20 @@ def _core_nodes(p: PodView, ctx: Context) -> Iterable[Offence]:
         yield CORE, p.core, "no compute request: no node in the inventory is labelled core_mem"
 
 
+def largest_gpu(ctx: Context) -> int:
+    """The largest GPU in the inventory, worked out once per run rather than once per pod."""
+    cached = ctx.extra.get("largest_gpu")
+    if cached is None:
+        cached = ctx.extra["largest_gpu"] = max((n.per_gpu for n in ctx.nodes if n.gpu_mem), default=0)
+    return int(cached)
+
+
 def _too_big(p: PodView, ctx: Context) -> Iterable[Offence]:
     if not p.gpu_mem or not ctx.nodes:
         return
     raw = p.gpu_count_label
     share = p.gpu_mem // int(str(raw)) if raw is not None and str(raw).isdigit() and int(str(raw)) > 0 else p.gpu_mem
-    largest = max((n.per_gpu for n in ctx.nodes if n.gpu_mem), default=0)
+    largest = largest_gpu(ctx)
     if share > largest:
         yield MEM, p.gpu_mem, f"at most {largest} per GPU: no GPU in the inventory is larger"
 
