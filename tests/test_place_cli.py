@@ -182,17 +182,15 @@ def test_unreadable_yaml_names_file_and_line(fleet: Path, capsys: pytest.Capture
 
 def test_node_order_replay(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (fleet / "order.txt").write_text("# from the real scheduler\nml/infer-0 b\nml/infer-1 b\nml/infer-2 b\n")
-    code, out, _ = run(
-        capsys,
+    replay = [
         "place",
         "--nodes",
         str(fleet / "nodes.yaml"),
         str(fleet / "work.yaml"),
         "--node-order",
         str(fleet / "order.txt"),
-        "-o",
-        "json",
-    )
+    ]
+    code, out, _ = run(capsys, *replay, "-o", "json")
     report = json.loads(out)
     assert [(p["name"], p["node"]) for p in report["placements"]] == [
         ("infer-0", "b"),
@@ -200,32 +198,20 @@ def test_node_order_replay(fleet: Path, capsys: pytest.CaptureFixture[str]) -> N
         ("infer-2", "b"),
     ]
     (fleet / "order.txt").write_text("ml/infer-0\n")
-    code, _, err = run(
-        capsys,
-        "place",
-        "--nodes",
-        str(fleet / "nodes.yaml"),
-        str(fleet / "work.yaml"),
-        "--node-order",
-        str(fleet / "order.txt"),
-    )
+    code, _, err = run(capsys, *replay)
     assert code == 2 and "order.txt:1" in err
 
 
 def test_compare_side_by_side(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(
-        capsys,
+    placements = [
         "place",
         "--nodes",
         str(fleet / "nodes.yaml"),
         str(fleet / "work.yaml"),
         "--compare",
         "placement=binpack,spread",
-        "--compare",
-        "gpu-memory-unit=1GiB,128MiB",
-        "-o",
-        "json",
-    )
+    ]
+    code, out, _ = run(capsys, *placements, "--compare", "gpu-memory-unit=1GiB,128MiB", "-o", "json")
     doc = json.loads(out)
     assert code == 0 and not list(COMPARISON.iter_errors(doc))
     by = {v["variant"]: v["summary"] for v in doc["variants"]}
@@ -239,15 +225,7 @@ def test_compare_side_by_side(fleet: Path, capsys: pytest.CaptureFixture[str]) -
     assert by["placement=spread,gpu-memory-unit=1GiB"]["gpusTouched"] == 3
     # in 128 MiB units a 15 GiB GPU is 120 units and the 16 GiB pod asks 128: still pending
     assert by["placement=binpack,gpu-memory-unit=128MiB"]["gpuMemory"]["total"] == 3 * 120
-    code, out, _ = run(
-        capsys,
-        "place",
-        "--nodes",
-        str(fleet / "nodes.yaml"),
-        str(fleet / "work.yaml"),
-        "--compare",
-        "placement=binpack,spread",
-    )
+    code, out, _ = run(capsys, *placements)
     assert out.splitlines()[0].split()[:3] == ["VARIANT", "PLACED", "PENDING"]
     code, _, err = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), "--compare", "colour=red")
     assert code == 2 and "--compare" in err

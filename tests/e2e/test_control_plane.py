@@ -13,6 +13,7 @@ from toolchain import HELM, need_tool
 
 from gpushare import render, schedconfig
 from gpushare.context import Context
+from gpushare.errors import InputError
 from gpushare.settings import load_settings
 from gpushare.template import text_of
 from gpushare.versions import CONFIG_APIS, POLICY, POLICY_SCHEDULER_NAME_UNTIL, served_apis
@@ -91,21 +92,19 @@ def test_scheduler_accepts_exactly_the_apis_the_generator_allows(
     cluster: ControlPlane, tmp_path: Path, api_name: str
 ) -> None:
     served = api_name in served_apis(cluster.minor)
+
+    def render_with(api: str) -> object:
+        doc = {"profile": "open-source", "kubernetesVersion": f"1.{cluster.minor}", "scheduler": {"configApi": api}}
+        return render(doc, format="manifests")
+
     process, port = cluster.start_scheduler(scheduler_args(cluster, tmp_path, api_name), name=f"sched-{api_name}")
     try:
         if served:
             cluster.wait_http(process, f"https://127.0.0.1:{port}/healthz", cert=False, timeout=60)
             if api_name == POLICY and cluster.minor > POLICY_SCHEDULER_NAME_UNTIL:
                 # the generator refuses a secondary Policy scheduler here, as the real one has no --scheduler-name
-                with pytest.raises(Exception, match="GS115"):
-                    render(
-                        {
-                            "profile": "open-source",
-                            "kubernetesVersion": f"1.{cluster.minor}",
-                            "scheduler": {"configApi": api_name},
-                        },
-                        format="manifests",
-                    )
+                with pytest.raises(InputError, match="GS115"):
+                    render_with(api_name)
                 unknown, _ = cluster.start_scheduler(
                     [*scheduler_args(cluster, tmp_path, api_name), "--scheduler-name=gpushare-scheduler"],
                     name="sched-name",
@@ -120,14 +119,7 @@ def test_scheduler_accepts_exactly_the_apis_the_generator_allows(
             assert process.popen.returncode != 0
             log = process.log.read_text(errors="replace")
             assert api_name in log or "policy-config-file" in log, log[-2000:]
-            with pytest.raises(Exception, match="is not allowed"):
-                render(
-                    {
-                        "profile": "open-source",
-                        "kubernetesVersion": f"1.{cluster.minor}",
-                        "scheduler": {"configApi": api_name},
-                    },
-                    format="manifests",
-                )
+            with pytest.raises(InputError, match="is not allowed"):
+                render_with(api_name)
     finally:
         process.stop()
