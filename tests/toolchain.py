@@ -207,6 +207,8 @@ def openapi_workspace(go: str, tools: Path, env: dict[str, str]) -> Path:
         out = subprocess.run([go, *args], cwd=module, capture_output=True, text=True, env=env, check=True).stdout
         return [json.loads("{" + chunk) for chunk in out.strip().lstrip("{").split("\n{") if chunk.strip()]
 
+    # download the build list first: `go list -m` gives a module's directory only once it is in the cache
+    subprocess.run([go, "mod", "download"], cwd=module, env=env, check=True, capture_output=True)
     mods = {m["Path"]: m for m in go_json("list", "-m", "-json", "all") if "Path" in m}
     source = workspace / "kubernetes"
     shutil.copytree(mods["k8s.io/kubernetes"]["Dir"], source)
