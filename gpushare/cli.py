@@ -113,6 +113,9 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
             help="run each variant and print them side by side (placement, semantics, gpu-memory-unit)",
         )
         p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="write a per-GPU allocation picture")
+        p.add_argument(
+            "--explain", action="store_true", help="for each pending pod, every node and why the pod does not fit it"
+        )
         p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
 
 
@@ -233,6 +236,7 @@ def _cmd_place(args: argparse.Namespace) -> int:
         plot=getattr(args, "plot", None),
         kubeconfig=args.kubeconfig,
         context=args.context,
+        explain=getattr(args, "explain", False),
     )
     return place_command(request, sys.stdout)
 

@@ -283,3 +283,16 @@ def test_unreachable_cluster_is_one_clear_line(tmp_path: Path, capsys: pytest.Ca
     code, out, err = run(capsys, "inspect", "--kubeconfig", str(kubeconfig))
     assert code == 2 and out == ""
     assert "cluster unreachable" in err and len(err.strip().splitlines()) == 1
+
+
+def test_explain_gives_every_nodes_reason(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"), "--explain", "-o", "json"
+    )
+    report = json.loads(out)
+    assert code == 0 and not list(REPORT.iter_errors(report))
+    (big,) = report["pending"]
+    assert big["byNode"] == [
+        {"node": "a", "reason": "Insufficient aliyun.com/gpu-mem"},
+        {"node": "b", "reason": "Insufficient aliyun.com/gpu-mem"},
+    ]

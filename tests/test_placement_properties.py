@@ -47,6 +47,7 @@ def check_invariants(result: PlacementResult, semantics: Semantics) -> None:
         assert pending.key not in placed
         assert pending.reasons or pending.nodes == 0
         assert sum(count for _, count in pending.reasons) >= pending.nodes
+        assert len(pending.by_node) == pending.nodes and all(reason for _, reason in pending.by_node)
     for assignment in result.placements:
         assert len({index for index, _ in assignment.gpus}) == len(assignment.gpus)
 
@@ -55,7 +56,7 @@ def check_invariants(result: PlacementResult, semantics: Semantics) -> None:
 @given(scenario())
 def test_fast_engine_equals_reference(case: dict[str, Any]) -> None:
     semantics = Semantics(case["semantics"], case["placement"])
-    fast = place(case["nodes"], case["pods"], semantics=semantics, engine="fast")
-    ref = place(case["nodes"], case["pods"], semantics=semantics, engine="reference")
+    fast = place(case["nodes"], case["pods"], semantics=semantics, engine="fast", explain=True)
+    ref = place(case["nodes"], case["pods"], semantics=semantics, engine="reference", explain=True)
     assert snapshot(fast) == snapshot(ref)
     check_invariants(fast, semantics)

@@ -71,12 +71,16 @@ def charge_existing(nodes: list[Node], pods: Iterable[Pod], semantics: Semantics
 
 
 def run(
-    inventory: Inventory, semantics: Semantics, engine: EngineName = "fast", node_order: Mapping[str, str] | None = None
+    inventory: Inventory,
+    semantics: Semantics,
+    engine: EngineName = "fast",
+    node_order: Mapping[str, str] | None = None,
+    explain: bool = False,
 ) -> PlacementResult:
     """Place the inventory's new pods after charging its existing ones."""
     warnings = charge_existing(inventory.nodes, inventory.existing, semantics)
     runner = fast_engine.place if engine == "fast" else reference.place
-    result = runner(inventory.nodes, inventory.new, semantics, dict(node_order or {}))
+    result = runner(inventory.nodes, inventory.new, semantics, dict(node_order or {}), explain)
     result.warnings = warnings
     return result
 
@@ -99,13 +103,17 @@ def place(
     engine: EngineName = "fast",
     node_order: Mapping[str, str] | None = None,
     input_unit: str | None = None,
+    explain: bool = False,
 ) -> PlacementResult:
-    """Where would `pods` (Pods and controllers) land on `nodes`, given the `existing` bound pods?"""
+    """Where would `pods` (Pods and controllers) land on `nodes`, given the `existing` bound pods?
+
+    `explain` adds, for each pending pod, every node and why the pod does not fit it (costs a scan per
+    pending pod, so it is off by default for fleet-scale runs)."""
     semantics = semantics or Semantics()
     inventory = build(
         _sources(nodes, "nodes"), _sources(existing, "existing"), _sources(pods, "pods"), semantics, input_unit
     )
-    return run(inventory, semantics, engine, node_order)
+    return run(inventory, semantics, engine, node_order, explain)
 
 
 def place_files(

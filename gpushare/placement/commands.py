@@ -70,6 +70,7 @@ class PlaceRequest:
     plot: str | None = None
     kubeconfig: str | None = None
     context: str | None = None
+    explain: bool = False
 
 
 def _inputs(req: PlaceRequest) -> tuple[list[Source], list[Source], list[Source]]:
@@ -95,7 +96,7 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
 
     def once(semantics: Semantics) -> Any:
         inventory = build(nodes, existing, workloads, semantics, input_unit)
-        return run(inventory, semantics, req.engine, order)  # type: ignore[arg-type]
+        return run(inventory, semantics, req.engine, order, req.explain)  # type: ignore[arg-type]
 
     if specs:
         rows = []

@@ -124,8 +124,9 @@ def capacity(node: Node, m: int, kind: str, semantics: Semantics) -> int:
 class NodeClass:
     """The nodes a kind of pod may use by labels and taints, with the static reasons of the others."""
 
-    def __init__(self, kind: str, members: list[Node], static: Counter[str]) -> None:
+    def __init__(self, kind: str, members: list[Node], static: Counter[str], static_by_node: dict[int, str]) -> None:
         self.kind = kind
+        self.static_by_node = static_by_node
         self.members = members
         self.ids = {n.id for n in members}
         self.static = static
@@ -133,9 +134,10 @@ class NodeClass:
 
 
 class FastEngine:
-    def __init__(self, nodes: list[Node], semantics: Semantics) -> None:
+    def __init__(self, nodes: list[Node], semantics: Semantics, explain: bool = False) -> None:
         self.nodes = nodes
         self.semantics = semantics
+        self.explain = explain
         self.limit = max((g.total for n in nodes for g in n.gpus), default=0)
         self.classes: dict[tuple[Any, ...], NodeClass] = {}
         self.entries: dict[int, list[CapacityIndex]] = {n.id: [] for n in nodes}
@@ -153,14 +155,15 @@ class FastEngine:
         signature = pod.static_signature
         found = self.classes.get(signature)
         if found is None:
-            members, static = [], Counter[str]()
+            members, static, by_node = [], Counter[str](), {}
             for node in self.nodes:
                 reason = plugins.static_reason(node, pod, self.semantics)
                 if reason is None:
                     members.append(node)
                 else:
                     static[reason] += 1
-            found = self.classes[signature] = NodeClass(signature[-1], members, static)
+                    by_node[node.id] = reason
+            found = self.classes[signature] = NodeClass(signature[-1], members, static, by_node)
         return found
 
     def index(self, cls: NodeClass, pod: Pod) -> CapacityIndex:
@@ -237,13 +240,20 @@ class FastEngine:
         memo_key = (pod.static_signature, pod.shape)
         memo = self.pending_memo.get(memo_key)
         if memo is not None and memo[0] == self.version:
-            reasons = memo[1].reasons
+            reasons, by_node = memo[1].reasons, memo[1].by_node
         else:
             why = Counter(cls.static)
+            dynamic: dict[int, str] = {}
             for node in cls.members:
-                why.update(plugins.reasons(node, pod, self.semantics))
+                failed = plugins.reasons(node, pod, self.semantics)
+                why.update(failed)
+                if self.explain:
+                    dynamic[node.id] = "; ".join(failed)
             reasons = tuple(sorted(why.items()))
-        result = Pending(pod.namespace, pod.name, len(self.nodes), reasons, pod.per_gpu)
+            by_node = ()
+            if self.explain:
+                by_node = tuple((n.name, cls.static_by_node.get(n.id) or dynamic[n.id]) for n in self.nodes)
+        result = Pending(pod.namespace, pod.name, len(self.nodes), reasons, pod.per_gpu, by_node)
         self.pending_memo[memo_key] = (self.version, result)
         return result
 
@@ -267,15 +277,20 @@ class FastEngine:
                     result.placements.append(self.bind(node, pod, best=False))
                 else:
                     reasons = tuple(sorted(Counter(failed).items()))
-                    result.pending.append(Pending(pod.namespace, pod.name, 1, reasons, pod.per_gpu))
+                    by_node = ((node.name, "; ".join(failed)),) if self.explain else ()
+                    result.pending.append(Pending(pod.namespace, pod.name, 1, reasons, pod.per_gpu, by_node))
                 return
         result.pending.append(Pending(pod.namespace, pod.name, 0, (), pod.per_gpu))
 
 
 def place(
-    nodes: list[Node], pods: list[Pod], semantics: Semantics, node_order: dict[str, str] | None = None
+    nodes: list[Node],
+    pods: list[Pod],
+    semantics: Semantics,
+    node_order: dict[str, str] | None = None,
+    explain: bool = False,
 ) -> PlacementResult:
-    engine = FastEngine(nodes, semantics)
+    engine = FastEngine(nodes, semantics, explain)
     result = PlacementResult(semantics, nodes=nodes)
     for pod in pods:
         if pod.invalid:

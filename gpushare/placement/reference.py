@@ -13,7 +13,11 @@ from gpushare.placement.result import Assignment, Invalid, Pending, PlacementRes
 
 
 def place(
-    nodes: list[Node], pods: list[Pod], semantics: Semantics, node_order: dict[str, str] | None = None
+    nodes: list[Node],
+    pods: list[Pod],
+    semantics: Semantics,
+    node_order: dict[str, str] | None = None,
+    explain: bool = False,
 ) -> PlacementResult:
     result = PlacementResult(semantics, nodes=nodes)
     for pod in pods:
@@ -24,15 +28,18 @@ def place(
         candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
         fitting = []
         why: Counter[str] = Counter()
+        by_node = []
         for node in candidates:
             failed = plugins.reasons(node, pod, semantics)
             if failed:
                 why.update(failed)
+                by_node.append((node.name, "; ".join(failed)))
             else:
                 fitting.append(node)
         if not fitting:
+            explained = tuple(by_node) if explain else ()
             result.pending.append(
-                Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items())), pod.per_gpu)
+                Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items())), pod.per_gpu, explained)
             )
             continue
         best = min(fitting, key=lambda n: plugins.score_key(n, semantics))

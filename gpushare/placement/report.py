@@ -6,7 +6,7 @@ from typing import Any
 
 from gpushare.placement.inputs import UNIT_MIB
 from gpushare.placement.model import Node
-from gpushare.placement.result import PlacementResult
+from gpushare.placement.result import Pending, PlacementResult
 
 API_VERSION = "gpushare.io/v1alpha1"
 KIND = "PlacementReport"
@@ -59,21 +59,25 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
             }
             for a in result.placements
         ],
-        "pending": [
-            {
-                "namespace": p.namespace,
-                "name": p.name,
-                "message": p.message,
-                "reasons": [{"reason": r, "nodes": c} for r, c in p.reasons],
-            }
-            for p in result.pending
-        ],
+        "pending": [pending_dict(p) for p in result.pending],
         "invalid": [
             {"namespace": i.namespace, "name": i.name, "reason": i.reason, "source": i.source} for i in result.invalid
         ],
         "nodes": [node_dict(n) for n in result.nodes if n.gpus],
         "warnings": list(result.warnings),
     }
+
+
+def pending_dict(p: Pending) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "namespace": p.namespace,
+        "name": p.name,
+        "message": p.message,
+        "reasons": [{"reason": r, "nodes": c} for r, c in p.reasons],
+    }
+    if p.by_node:
+        doc["byNode"] = [{"node": n, "reason": r} for n, r in p.by_node]
+    return doc
 
 
 def node_dict(node: Node) -> dict[str, Any]:
@@ -115,7 +119,9 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
     if result.pending:
         lines += ["", "PENDING"]
         shown = result.pending[:limit]
-        lines += _table([[p.key, p.message] for p in shown])
+        for p in shown:
+            lines += _table([[p.key, p.message]])
+            lines += [f"    {node}: {reason}" for node, reason in p.by_node]
         if len(result.pending) > limit:
             lines.append(f"... {len(result.pending) - limit} more pending")
     if result.invalid:

@@ -27,6 +27,7 @@ class Pending:
     nodes: int  # nodes considered
     reasons: tuple[tuple[str, int], ...]  # (reason, number of nodes), sorted by reason
     per_gpu: int = 0  # memory units it asks on each GPU (what fragmentation is measured against)
+    by_node: tuple[tuple[str, str], ...] = ()  # with explain: each node and why the pod does not fit it
 
     @property
     def key(self) -> str:
