@@ -2,12 +2,12 @@
 
 __version__ = "0.1.0"
 
-from gpushare.errors import GpushareError, InputError  # noqa: E402
-from gpushare.placement import place  # noqa: E402
-from gpushare.rendering import Rendered, render  # noqa: E402
-from gpushare.rules import Context  # noqa: E402
-from gpushare.settings import InstallerSettings, load_settings  # noqa: E402
-from gpushare.validation import validate  # noqa: E402
+from gpushare.errors import GpushareError, InputError
+from gpushare.placement import place
+from gpushare.rendering import Rendered, render
+from gpushare.rules import Context
+from gpushare.settings import InstallerSettings, load_settings
+from gpushare.validation import validate
 
 __all__ = [
     "Context",
