@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from gpushare.errors import InputError
-from gpushare.placement.inputs import Source, read_documents
+from gpushare.placement.inputs import Source
 from gpushare.rules import Context, Finding, Subject, evaluate
 from gpushare.ruleset.objects import node_view, pod_view
 from gpushare.settings import KIND as SETTINGS_KIND
@@ -114,4 +114,4 @@ def read_inputs(paths: list[str], stdin: TextIO | None = None) -> list[Source]:
     return read_paths(paths, stdin or sys.stdin)
 
 
-__all__ = ["Report", "read_documents", "read_inputs", "validate"]
+__all__ = ["Report", "read_inputs", "validate"]

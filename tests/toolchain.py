@@ -53,7 +53,6 @@ class Tool:
     module: str  # module path whose version go.mod pins
     package: str  # package to build
     dirname: str = ""  # tools module directory under tests/e2e/tools (default: name)
-    toolchain: str = ""  # GOTOOLCHAIN for releases today's Go no longer builds
     tags: str = ""  # build tags
     ldflags: str = ""  # extra linker flags (version stamps)
     openapi: bool = False  # k8s.io/kubernetes releases that shipped without their generated OpenAPI code
@@ -73,8 +72,8 @@ class Tool:
     @property
     def path(self) -> Path:
         # the version is the pinned module's; a hash of the build options keeps a changed recipe from a stale cache
-        digest = hashlib.sha256(f"{self.tags}|{self.ldflags}|{self.toolchain}".encode()).hexdigest()[:8]
-        suffix = f"-{digest}" if self.tags or self.ldflags or self.toolchain else ""
+        digest = hashlib.sha256(f"{self.tags}|{self.ldflags}".encode()).hexdigest()[:8]
+        suffix = f"-{digest}" if self.tags or self.ldflags else ""
         return cache_dir() / "bin" / f"{self.name}-{self.version}{suffix}"
 
     def ensure(self, log: bool = True) -> Path:
@@ -94,8 +93,6 @@ class Tool:
                 print(f"building {self.name} {self.version} (go build {self.package})...", file=sys.stderr)
             tmp = self.path.parent / f"{self.path.name}.tmp"
             env = {**os.environ, "CGO_ENABLED": "0"}
-            if self.toolchain:
-                env["GOTOOLCHAIN"] = self.toolchain
             command = [go, "build", "-trimpath", f"-ldflags=-s -w {self.ldflags}".strip(), "-o", str(tmp)]
             if self.tags:
                 command.append(f"-tags={self.tags}")
@@ -149,15 +146,11 @@ def kube(program: str, minor: int) -> Tool:
         "k8s.io/kubernetes",
         f"k8s.io/kubernetes/cmd/{program}",
         f"k8s-{release}",
-        KUBE_TOOLCHAIN.get(minor, ""),
         tags="providerless",
         ldflags=stamps,
         openapi=minor < 24,
     )
 
-
-#: Minors whose release today's Go cannot build (or builds into a binary that breaks), and the Go that can.
-KUBE_TOOLCHAIN: dict[int, str] = {}
 
 
 def control_plane_tools(minor: int) -> dict[str, Tool]:

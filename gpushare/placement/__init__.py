@@ -77,10 +77,12 @@ def run(
     node_order: Mapping[str, str] | None = None,
     explain: bool = False,
 ) -> PlacementResult:
-    """Place the inventory's new pods after charging its existing ones."""
+    """Place the inventory's new pods after charging its existing ones; invalid pods are reported, not placed."""
     warnings = charge_existing(inventory.nodes, inventory.existing, semantics)
     runner = fast_engine.place if engine == "fast" else reference.place
-    result = runner(inventory.nodes, inventory.new, semantics, dict(node_order or {}), explain)
+    valid = [p for p in inventory.new if not p.invalid]
+    result = runner(inventory.nodes, valid, semantics, dict(node_order or {}), explain)
+    result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in inventory.new if p.invalid]
     result.warnings = warnings
     return result
 

@@ -21,7 +21,7 @@ from sortedcontainers import SortedList
 
 from gpushare.placement import plugins
 from gpushare.placement.model import Node, Pod, Semantics
-from gpushare.placement.result import Assignment, Invalid, Pending, PlacementResult
+from gpushare.placement.result import Assignment, Pending, PlacementResult
 
 Key = tuple[float, str, int]
 
@@ -39,7 +39,6 @@ class CapacityIndex:
         self.best: list[Key | None] = [None] * (2 * self.size)
         self.m = m
         self.kind = kind
-        self.dropped: set[int] = set()
 
     def _refresh(self, cap: int) -> None:
         leaf = self.leaves.get(cap)
@@ -184,7 +183,6 @@ class FastEngine:
         self.flush()
         cap, key = self.indexed.pop((node.id, id(index)))
         index.remove(cap, key)
-        index.dropped.add(node.id)
         self.entries[node.id].remove(index)
 
     def flush(self) -> None:
@@ -293,9 +291,6 @@ def place(
     engine = FastEngine(nodes, semantics, explain)
     result = PlacementResult(semantics, nodes=nodes)
     for pod in pods:
-        if pod.invalid:
-            result.invalid.append(Invalid(pod.namespace, pod.name, pod.invalid, pod.source))
-            continue
         if node_order and pod.key in node_order:
             engine.fixed(pod, node_order[pod.key], result)
             continue

@@ -6,7 +6,7 @@ Built once from plain Kubernetes objects (`gpushare.placement.inputs`); the engi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 SemanticsName = Literal["upstream", "ack"]
@@ -122,7 +122,6 @@ class Pod:
     gpu_indices: tuple[int, ...] | None = None  # from the extender's annotation on a bound pod
     invalid: str | None = None
     source: str = ""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def key(self) -> str:

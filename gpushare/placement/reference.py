@@ -9,7 +9,7 @@ from collections import Counter
 
 from gpushare.placement import plugins
 from gpushare.placement.model import Node, Pod, Semantics
-from gpushare.placement.result import Assignment, Invalid, Pending, PlacementResult
+from gpushare.placement.result import Assignment, Pending, PlacementResult
 
 
 def place(
@@ -21,9 +21,6 @@ def place(
 ) -> PlacementResult:
     result = PlacementResult(semantics, nodes=nodes)
     for pod in pods:
-        if pod.invalid:
-            result.invalid.append(Invalid(pod.namespace, pod.name, pod.invalid, pod.source))
-            continue
         fixed = (node_order or {}).get(pod.key)
         candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
         fitting = []

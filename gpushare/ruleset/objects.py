@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare import labels
+from gpushare.placement.inputs import CONTROLLERS
 from gpushare.quantity import QuantityError, count
 
-WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet")
+WORKLOAD_KINDS = ("Pod", *CONTROLLERS)
 Problem = tuple[str, Any, str]
 
 
