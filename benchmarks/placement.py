@@ -22,9 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpushare.placement import run
 from gpushare.placement.inputs import Source, build
 from gpushare.placement.model import Semantics
+from gpushare.placement.run import run
 
 UNITS_PER_GPU = 640  # 80 GiB in 128 MiB units
 SEMANTICS = Semantics("ack", "binpack", "128MiB")

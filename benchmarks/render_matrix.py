@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpushare import render
-from gpushare.matrix import combos
-from gpushare.versions import MINORS
+from gpushare.domain.versions import MINORS
+from gpushare.generate.matrix import combos
 
 
 def once(documents: list[dict]) -> tuple[float, int, int]:

@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml
 
-from gpushare.placement.inputs import read_documents
-from gpushare.rules import Context
-from gpushare.validation import validate
+from gpushare.kube.documents import read_documents
+from gpushare.policy.engine import Context
+from gpushare.policy.validate import validate
 
 
 def documents(count: int, seed: int = 3) -> str:

@@ -3,11 +3,11 @@
 __version__ = "0.1.0"
 
 from gpushare.errors import GpushareError, InputError
+from gpushare.generate.render import Rendered, render
 from gpushare.placement import place
-from gpushare.rendering import Rendered, render
-from gpushare.rules import Context
-from gpushare.settings import InstallerSettings, load_settings
-from gpushare.validation import validate
+from gpushare.policy.engine import Context
+from gpushare.policy.validate import validate
+from gpushare.settings.model import InstallerSettings, load_settings
 
 __all__ = [
     "Context",

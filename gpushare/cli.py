@@ -10,8 +10,8 @@ from typing import Any
 
 from gpushare import __version__
 from gpushare.errors import GpushareError
-from gpushare.options import OPTIONS
-from gpushare.rendering import FORMATS, render
+from gpushare.generate.render import FORMATS, render
+from gpushare.settings.options import OPTIONS
 
 EXIT_USAGE = 2
 
@@ -219,7 +219,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_place(args: argparse.Namespace) -> int:
-    from gpushare.placement.commands import PlaceRequest, place_command
+    from gpushare.placement.command import PlaceRequest, place_command
     from gpushare.placement.model import Semantics
 
     unit = args.gpu_memory_unit or ("1GiB" if args.semantics == "ack" else "GiB")
@@ -246,8 +246,8 @@ def _facts(args: argparse.Namespace) -> dict[str, str | None]:
 
 
 def _print_report(report: Any, args: argparse.Namespace) -> int:
-    from gpushare import reporting
-    from gpushare.ruleset import RULES
+    from gpushare.policy import report as reporting
+    from gpushare.policy.rules import RULES
 
     if args.output == "json":
         print(json.dumps(reporting.to_dict(report), indent=2))
@@ -259,16 +259,16 @@ def _print_report(report: Any, args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from gpushare.rules import Context
-    from gpushare.validation import read_inputs, validate
+    from gpushare.policy.engine import Context
+    from gpushare.policy.validate import read_inputs, validate
 
     sources = read_inputs(args.paths)
     return _print_report(validate(sources, Context(**_facts(args))), args)  # type: ignore[arg-type]
 
 
 def _cmd_preflight(args: argparse.Namespace) -> int:
-    from gpushare.preflight import preflight, read_facts
-    from gpushare.rendering import load_config
+    from gpushare.policy.preflight import preflight, read_facts
+    from gpushare.settings.load import load_config
 
     document = load_config(args.config)
     facts = read_facts(args.kubeconfig, args.context)
@@ -279,8 +279,8 @@ def _cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def _cmd_rules(args: argparse.Namespace) -> int:
-    from gpushare.reporting import rule_dict
-    from gpushare.ruleset import RULES
+    from gpushare.policy.report import rule_dict
+    from gpushare.policy.rules import RULES
 
     if args.output == "json":
         print(

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gpushare import render  # noqa: E402
-from gpushare.settings import settings_schema  # noqa: E402
+from gpushare.settings.model import settings_schema  # noqa: E402
 
 CHART = REPO / "charts" / "ack-ai-installer"
 SETTINGS_SCHEMA = REPO / "schemas" / "installer-settings.schema.json"
@@ -26,7 +26,7 @@ def expected() -> dict[Path, str]:
 
 
 def main() -> int:
-    from gpushare.output import write_file, write_tree
+    from gpushare.generate.output import write_file, write_tree
 
     write_tree(CHART, render(format="chart").files)
     write_file(SETTINGS_SCHEMA, expected()[SETTINGS_SCHEMA])

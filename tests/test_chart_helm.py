@@ -15,10 +15,10 @@ from helpers import REPO, by_key, helm_template
 from jsonschema import Draft202012Validator
 
 from gpushare import render
+from gpushare.domain.versions import MINORS, POLICY_SCHEDULER_NAME_UNTIL, parse_kube_version, served_apis
 from gpushare.errors import InputError
-from gpushare.matrix import combos
-from gpushare.settings import load_settings
-from gpushare.versions import MINORS, POLICY_SCHEDULER_NAME_UNTIL, parse_kube_version, served_apis
+from gpushare.generate.matrix import combos
+from gpushare.settings.model import load_settings
 
 SCHEDULER_SCHEMAS = {
     p.name.split(".")[0]: Draft202012Validator(json.loads(p.read_text()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from gpushare import render
-from gpushare.profiles import ACK_MIN_SCHEDULER_FOR_COMPUTE
+from gpushare.domain.profiles import ACK_MIN_SCHEDULER_FOR_COMPUTE
 
 COMPUTE = {"isolation": ["share", "core_mem"], "computeAllocation": True, "region": "cn-hangzhou"}
 

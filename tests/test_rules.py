@@ -14,9 +14,9 @@ from jsonschema import Draft202012Validator
 from gpushare import render
 from gpushare.cli import main
 from gpushare.errors import InputError
-from gpushare.rules import Context
-from gpushare.ruleset import RULES
-from gpushare.validation import validate
+from gpushare.policy.engine import Context
+from gpushare.policy.rules import RULES
+from gpushare.policy.validate import validate
 
 REPORT = Draft202012Validator(json.loads((REPO / "schemas" / "validation-report.schema.json").read_text()))
 SETTINGS = {"apiVersion": "gpushare.io/v1alpha1", "kind": "InstallerSettings"}

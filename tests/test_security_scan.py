@@ -13,7 +13,7 @@ import pytest
 from toolchain import IN_CI
 
 from gpushare import render
-from gpushare.security import EXCEPTIONS
+from gpushare.generate.security import EXCEPTIONS
 
 #: Checks that only the defaults fail; a user who pins digests and pulls Always passes them (tested below).
 DEFAULT_SKIPS = {

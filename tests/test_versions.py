@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpushare.errors import InputError
-from gpushare.versions import (
+from gpushare.domain.versions import (
     MINORS,
     choose_api,
     default_api,
@@ -12,6 +11,7 @@ from gpushare.versions import (
     parse_kube_version,
     served_apis,
 )
+from gpushare.errors import InputError
 
 
 def test_minors_are_1_20_to_1_28() -> None:

@@ -114,15 +114,15 @@ ETCD = Tool("etcd", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3")
 
 
 def kubernetes_release(minor: int) -> str:
-    """The pinned k8s.io/kubernetes release of a minor: its newest patch, read from gpushare.versions.LATEST_PATCH
-    as a literal (so building the tools needs nothing but the standard library)."""
+    """The pinned k8s.io/kubernetes release of a minor: its newest patch, read from LATEST_PATCH in
+    gpushare/domain/versions.py as a literal (so building the tools needs nothing but the standard library)."""
     import ast
 
-    source = (TOOLS_DIR.parents[2] / "gpushare" / "versions.py").read_text()
+    source = (TOOLS_DIR.parents[2] / "gpushare" / "domain" / "versions.py").read_text()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "LATEST_PATCH" and node.value:
             return f"v1.{minor}.{ast.literal_eval(node.value)[minor]}"
-    raise ToolUnavailable("gpushare/versions.py has no LATEST_PATCH table")
+    raise ToolUnavailable("gpushare/domain/versions.py has no LATEST_PATCH table")
 
 
 def kube(program: str, minor: int) -> Tool:

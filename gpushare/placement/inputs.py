@@ -12,62 +12,17 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from gpushare import labels
+from gpushare.domain import labels
+from gpushare.domain.quantity import QuantityError, count, milli, whole
 from gpushare.errors import InputError
+from gpushare.kube.documents import Source
 from gpushare.placement import plugins
 from gpushare.placement.model import Gpu, Node, Placement, Pod, Requirement, Semantics, Taint, Toleration
-from gpushare.quantity import QuantityError, count, milli, whole
-
-try:
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
 
 UNIT_MIB = {"1GiB": 1024, "GiB": 1024, "128MiB": 128, "MiB": 1}
 CONTROLLERS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet")
-
-
-@dataclass(frozen=True)
-class Source:
-    obj: dict[str, Any]
-    where: str  # file:line
-
-
-def read_documents(path: str | Path, text: str | None = None) -> list[Source]:
-    """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at."""
-    name = str(path)
-    if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError("file", name, f"a readable YAML file ({exc})") from None
-    result: list[Source] = []
-    loader = _Loader(text)
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            line = node.start_mark.line + 1 if node is not None else 1
-            data = loader.construct_document(node) if node is not None else None
-            if data is None:
-                continue
-            if not isinstance(data, dict):
-                raise InputError("file", name, f"Kubernetes objects (a mapping at {name}:{line})")
-            items = data.get("items") if str(data.get("kind", "")).endswith("List") else None
-            for item in items if isinstance(items, list) else [data]:
-                if isinstance(item, dict):
-                    result.append(Source(item, f"{name}:{line}"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        at = f"{name}:{mark.line + 1}" if mark is not None else name
-        raise InputError("file", name, f"valid YAML (error at {at})") from None
-    finally:
-        loader.dispose()
-    return result
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:

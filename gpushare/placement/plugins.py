@@ -8,7 +8,7 @@ one exists (facts section 4).
 
 from __future__ import annotations
 
-from gpushare import labels
+from gpushare.domain import labels
 from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
 
 UNSCHEDULABLE = "node(s) were unschedulable"

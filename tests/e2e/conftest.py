@@ -25,7 +25,7 @@ from toolchain import (
     need_tool,
 )
 
-from gpushare.versions import MINORS
+from gpushare.domain.versions import MINORS
 
 DEFAULT_MINORS = (20, 22, 24, 28)
 

@@ -11,12 +11,13 @@ from cluster import ControlPlane, tail
 from kube import api
 from toolchain import HELM, need_tool
 
-from gpushare import render, schedconfig
-from gpushare.context import Context
+from gpushare import render
+from gpushare.domain.versions import CONFIG_APIS, POLICY, POLICY_SCHEDULER_NAME_UNTIL, served_apis
 from gpushare.errors import InputError
-from gpushare.settings import load_settings
-from gpushare.template import text_of
-from gpushare.versions import CONFIG_APIS, POLICY, POLICY_SCHEDULER_NAME_UNTIL, served_apis
+from gpushare.generate import schedconfig
+from gpushare.generate.template import text_of
+from gpushare.generate.values import Context
+from gpushare.settings.model import load_settings
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,1 @@
+"""Settings in, the installer stack out: components, scheduler configuration, chart or manifests."""

@@ -1,0 +1,71 @@
+"""cGPU installer DaemonSet: loads the cGPU kernel module on `cgpu` and `core_mem` nodes and sets the policy.
+
+The one privileged workload of the stack: loading a kernel module and writing /proc/cgpu_km need it.
+It talks to no API, so it gets no ServiceAccount token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushare.domain import labels
+from gpushare.generate.components.common import (
+    NODE_NAME_ENV,
+    POD_SECURITY,
+    container,
+    deny_ingress,
+    pod_template,
+    scheduling,
+)
+from gpushare.generate.template import Expr
+from gpushare.generate.values import Context
+
+NAME = "gpushare-cgpu-installer"
+
+
+def objects(ctx: Context) -> list[dict[str, Any]]:
+    modes = ctx.settings.isolated_modes
+    if not modes:
+        return []
+    installer = container(
+        ctx,
+        "cgpu",
+        "cgpu-installer",
+        env=[
+            NODE_NAME_ENV,
+            {"name": "CGPU_POLICY", "value": Expr("toString .Values.cgpu.policy", str(ctx.v("cgpu.policy").value))},
+        ],
+        securityContext={"privileged": True},
+        volumeMounts=[{"name": "modules", "mountPath": "/lib/modules", "readOnly": True}],
+    )
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": labels.SCHEDULE_LABEL, "operator": "In", "values": list(modes)}]}
+                ]
+            }
+        }
+    }
+    spec = {
+        "automountServiceAccountToken": False,
+        "priorityClassName": "system-node-critical",
+        "securityContext": POD_SECURITY,
+        "affinity": affinity,
+        "containers": [installer],
+        **scheduling(ctx, "cgpu"),
+        "volumes": [{"name": "modules", "hostPath": {"path": "/lib/modules", "type": "Directory"}}],
+    }
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": ctx.workload_metadata(NAME, "cgpu-installer"),
+            "spec": {
+                "selector": {"matchLabels": ctx.selector("cgpu-installer")},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+                "template": pod_template(ctx, "cgpu-installer", spec),
+            },
+        },
+        deny_ingress(ctx, NAME, "cgpu-installer"),
+    ]

@@ -1,0 +1,90 @@
+"""Device plugin DaemonSets: one per served node mode on ACK, one on `gpushare=true` nodes upstream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushare.domain import labels, profiles
+from gpushare.generate.components.common import (
+    NODE_NAME_ENV,
+    POD_SECURITY,
+    container,
+    deny_ingress,
+    pod_template,
+    scheduling,
+)
+from gpushare.generate.components.rbac import DEVICE_PLUGIN_RULES, binding, cluster_role, service_account, subject_sa
+from gpushare.generate.template import Expr
+from gpushare.generate.values import Context
+
+NAME = "gpushare-device-plugin"
+KUBELET_DIR = "/var/lib/kubelet/device-plugins"
+
+
+def daemonset_name(mode: str | None) -> str:
+    return NAME if mode is None else f"{NAME}-{mode.replace('_', '-')}"
+
+
+def node_selectors(ctx: Context) -> dict[str | None, dict[str, str]]:
+    """Node mode -> the labels that pick its nodes (None: the single upstream DaemonSet)."""
+    if ctx.settings.profile == profiles.OPEN_SOURCE:
+        key, value = labels.OPEN_SOURCE_NODE_LABEL
+        return {None: {key: value}}
+    return {mode: {labels.SCHEDULE_LABEL: mode} for mode in ctx.settings.isolation}
+
+
+def daemonset(ctx: Context, mode: str | None, selector: dict[str, str]) -> dict[str, Any]:
+    unit = ctx.v("gpuMemoryUnit")
+    plugin = container(
+        ctx,
+        "devicePlugin",
+        "device-plugin",
+        command=[
+            "gpushare-device-plugin-v2",
+            "-logtostderr",
+            "--v=5",
+            Expr('print "--memory-unit=" .Values.gpuMemoryUnit', f"--memory-unit={unit.value}"),
+        ],
+        env=[NODE_NAME_ENV],
+        # Root only to write the kubelet's device-plugin socket directory; nothing else is granted.
+        securityContext={
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+            "runAsUser": 0,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        volumeMounts=[{"name": "device-plugin", "mountPath": KUBELET_DIR}],
+    )
+    component = "device-plugin"
+    spec = {
+        "serviceAccountName": NAME,
+        "priorityClassName": "system-node-critical",
+        "securityContext": POD_SECURITY,
+        "containers": [plugin],
+        **scheduling(ctx, "devicePlugin", selector),
+        "volumes": [{"name": "device-plugin", "hostPath": {"path": KUBELET_DIR, "type": "Directory"}}],
+    }
+    selector_labels = {**ctx.selector(component), "gpushare.io/node-mode": mode or "gpushare"}
+    template = pod_template(ctx, component, spec)
+    template["metadata"]["labels"] = {**template["metadata"]["labels"], "gpushare.io/node-mode": mode or "gpushare"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": ctx.workload_metadata(daemonset_name(mode), component),
+        "spec": {
+            "selector": {"matchLabels": selector_labels},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": template,
+        },
+    }
+
+
+def objects(ctx: Context) -> list[dict[str, Any]]:
+    return [
+        service_account(ctx, NAME, "device-plugin"),
+        cluster_role(ctx, NAME, "device-plugin", DEVICE_PLUGIN_RULES),
+        binding(ctx, NAME, "device-plugin", "ClusterRole", NAME, [subject_sa(ctx, NAME)]),
+        *(daemonset(ctx, mode, selector) for mode, selector in node_selectors(ctx).items()),
+        deny_ingress(ctx, NAME, "device-plugin"),
+    ]

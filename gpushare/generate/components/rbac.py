@@ -1,0 +1,72 @@
+"""Least-privilege RBAC: exactly the verbs each upstream program calls (facts sections 4 and 5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushare.generate.values import Context
+
+Rule = dict[str, Any]
+
+EXTENDER_RULES: list[Rule] = [
+    # informers over nodes, pods and the unhealthy-gpu ConfigMaps; bind patches pod annotations
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
+    {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+]
+
+DEVICE_PLUGIN_RULES: list[Rule] = [
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "update", "patch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+]
+
+RBAC = "rbac.authorization.k8s.io"
+
+
+def service_account(ctx: Context, name: str, component: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": ctx.metadata(name, component)}
+
+
+def cluster_role(ctx: Context, name: str, component: str, rules: list[Rule]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRole",
+        "metadata": ctx.metadata(name, component, namespaced=False),
+        "rules": rules,
+    }
+
+
+def role(ctx: Context, name: str, component: str, rules: list[Rule]) -> dict[str, Any]:
+    return {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": ctx.metadata(name, component), "rules": rules}
+
+
+def subject_sa(ctx: Context, name: str) -> dict[str, Any]:
+    return {"kind": "ServiceAccount", "name": name, "namespace": ctx.namespace}
+
+
+def subject_user(name: str) -> dict[str, Any]:
+    return {"kind": "User", "apiGroup": RBAC, "name": name}
+
+
+def binding(
+    ctx: Context,
+    name: str,
+    component: str,
+    role_kind: str,
+    role_name: str,
+    subjects: list[dict[str, Any]],
+    namespace: Any = None,
+) -> dict[str, Any]:
+    """A ClusterRoleBinding, or a RoleBinding when `namespace` is given (a Role, or a ClusterRole there)."""
+    namespaced = namespace is not None
+    return {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "RoleBinding" if namespaced else "ClusterRoleBinding",
+        "metadata": ctx.metadata(name, component, namespaced=namespaced, namespace=namespace),
+        "roleRef": {"apiGroup": RBAC, "kind": role_kind, "name": role_name},
+        "subjects": subjects,
+    }

@@ -1,0 +1,48 @@
+"""Every valid combination of the structural settings, for tests, benchmarks and CI renders.
+
+Derived from the profile table and filtered by the rules engine, so it follows the product's rules
+instead of restating them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import combinations
+from typing import Any
+
+from gpushare.domain import profiles, versions
+from gpushare.errors import InputError
+from gpushare.policy import engine as rules
+from gpushare.settings.model import load_settings
+
+
+def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict[str, Any]]:
+    """Settings documents: each minor (or the given versions) x profile x isolation x unit x scheduler mode."""
+    targets = kube_versions if kube_versions is not None else tuple(f"1.{m}" for m in versions.MINORS)
+    for version in targets:
+        for profile in profiles.PROFILES.values():
+            modes = profile.isolation_modes
+            subsets = [list(c) for n in range(1, len(modes) + 1) for c in combinations(modes, n)]
+            for isolation in subsets:
+                for unit in profile.memory_units:
+                    for mode in profile.scheduler_modes:
+                        document: dict[str, Any] = {
+                            "profile": profile.name,
+                            "isolation": isolation,
+                            "gpuMemoryUnit": unit,
+                            "scheduler": {"mode": mode},
+                            "computeAllocation": "core_mem" in isolation,
+                        }
+                        if version is not None:
+                            document["kubernetesVersion"] = version
+                        if "core_mem" in isolation:
+                            document["region"] = profiles.COMPUTE_REGIONS[0]
+                        try:
+                            settings = load_settings(document)
+                        except InputError:
+                            continue
+                        try:
+                            rules.enforce(settings)
+                        except InputError:
+                            continue
+                        yield document

@@ -1,0 +1,97 @@
+"""What the user must do after installing: which node labels to set and how a pod asks for a share.
+
+One text for the chart's NOTES.txt and for `render --format manifests` (printed to stderr).
+"""
+
+from __future__ import annotations
+
+import jinja2
+
+from gpushare.domain import labels
+from gpushare.settings.model import InstallerSettings
+
+# Jinja with [[ ]] delimiters, so Helm's {{ }} can pass through into NOTES.txt untouched.
+_ENV = jinja2.Environment(
+    variable_start_string="[[",
+    variable_end_string="]]",
+    block_start_string="[%",
+    block_end_string="%]",
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+    undefined=jinja2.StrictUndefined,
+)
+
+_TEXT = _ENV.from_string(
+    """gpushare [[ profile ]] stack: device plugin[% if isolated %], cGPU installer ([[ isolated|join(', ') ]])[% endif %][% if mode != 'managed' %], scheduler extender ([[ mode ]])[% endif %].
+
+1. Label the GPU nodes that share GPUs:
+[% if profile == 'open-source' %]
+     kubectl label node <node> [[ os_label ]]
+[% else %]
+[% for m in isolation %]
+     kubectl label node <node> [[ schedule_label ]]=[[ m ]][% if m == 'core_mem' %]   # only through a labelled node pool: kubectl label cannot add core_mem to an existing node[% endif %]
+
+[% endfor %]
+   Default placement is [[ placement ]]; per node: kubectl label node <node> [[ placement_label ]]=[[ other_placement ]]
+[% endif %]
+
+2. A pod asks for a share of one GPU (unit: [[ unit ]]):
+[% if mode == 'secondary' %]
+     spec.schedulerName: [[ scheduler_name ]]
+[% endif %]
+     resources.limits:
+       [[ gpu_mem ]]: [[ example_units ]]   # [[ example_meaning ]]
+[% if compute %]
+       [[ gpu_core ]]: 30   # 30% of one GPU's compute; a multiple of 5 in 5..100, core_mem nodes only
+[% endif %]
+[% if profile == 'ack' %]
+   Several GPUs on one node: pod label [[ gpu_count ]]: "M" with [[ gpu_mem ]] a multiple of M.
+[% endif %]
+[% if mode == 'control-plane' %]
+
+3. Change the kube-scheduler static pod on each control-plane node as control-plane/README.md says
+   (files written beside this chart or manifest). Nothing was applied to the control plane.
+[% endif %]
+[% if unit in ('128MiB', 'MiB') %]
+
+Changing the memory unit later: delete every pod requesting [[ gpu_mem ]] first, then reinstall.
+[% endif %]
+[% for what, value in requirements.items() %]
+
+Requires [[ what ]]: [[ value ]].
+[% endfor %]
+"""
+)
+
+_EXAMPLE = {"1GiB": (2, "2 GiB"), "GiB": (2, "2 GiB"), "128MiB": (16, "16 x 128 MiB = 2 GiB"), "MiB": (2048, "2 GiB")}
+
+
+def notes(settings: InstallerSettings, requirements: dict[str, str] | None = None) -> str:
+    units, meaning = _EXAMPLE[settings.gpu_memory_unit]
+    return (
+        _TEXT.render(
+            profile=settings.profile,
+            isolated=settings.isolated_modes,
+            mode=settings.scheduler.mode,
+            isolation=settings.isolation,
+            os_label="=".join(labels.OPEN_SOURCE_NODE_LABEL),
+            schedule_label=labels.SCHEDULE_LABEL,
+            placement_label=labels.PLACEMENT_LABEL,
+            placement=settings.placement,
+            other_placement=next(p for p in labels.PLACEMENTS if p != settings.placement),
+            unit=settings.gpu_memory_unit,
+            scheduler_name=settings.scheduler.name,
+            gpu_mem=labels.GPU_MEM,
+            gpu_core=labels.GPU_CORE,
+            gpu_count=labels.GPU_COUNT,
+            compute=settings.compute_allocation,
+            example_units=units,
+            example_meaning=meaning,
+            requirements=requirements or {},
+        ).rstrip()
+        + "\n"
+    )
+
+
+__all__ = ["notes"]

@@ -1,0 +1,93 @@
+"""`render`: settings in, a chart or manifests out; the library entry the CLI is a thin layer over."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from gpushare.domain import profiles
+from gpushare.errors import InputError
+from gpushare.generate import controlplane
+from gpushare.generate.chart import chart_files
+from gpushare.generate.notes import notes
+from gpushare.generate.output import write_file, write_tree
+from gpushare.generate.stack import Stack
+from gpushare.generate.template import dump_all
+from gpushare.policy import engine as rules
+from gpushare.settings.load import build_settings
+from gpushare.settings.model import InstallerSettings
+
+Format = Literal["chart", "manifests"]
+FORMATS: tuple[str, ...] = ("chart", "manifests")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What `render` produced: files by relative path, the concrete objects, and the rule warnings."""
+
+    format: Format
+    settings: InstallerSettings
+    files: dict[str, str]
+    objects: list[dict[str, Any]]
+    warnings: list[rules.Finding]
+    notes: str
+    #: What the cluster must already run (e.g. ACK's scheduler version for compute allocation).
+    requirements: dict[str, str]
+
+    @property
+    def is_tree(self) -> bool:
+        """A chart, or manifests that come with control-plane files, is a directory; else one file."""
+        return self.format == "chart" or len(self.files) > 1
+
+    def write(self, output: str | Path) -> Path:
+        path = Path(output)
+        if self.is_tree:
+            write_tree(path, self.files)
+        else:
+            write_file(path, self.files["manifests.yaml"])
+        return path
+
+
+def render(
+    settings: InstallerSettings | Mapping[str, Any] | None = None,
+    *,
+    format: Format = "chart",
+    output: str | Path | None = None,
+    config: str | Path | None = None,
+    **options: Any,
+) -> Rendered:
+    """Render the installer stack; with `output`, also write it (atomically).
+
+    `options` are the CLI flags in Python spelling (`kube_version="1.22"`, `profile="open-source"`).
+    Raises InputError, with nothing written, on any setting the product does not allow.
+    """
+    if format not in FORMATS:
+        raise InputError("--format", format, "chart or manifests")
+    model = build_settings(settings, config=config, **options)
+    warnings = [f for f in rules.enforce(model) if f.rule.severity == "warning"]
+    stack = Stack(model)
+    if model.scheduler.mode != profiles.MANAGED and model.version is None and format == "manifests":
+        raise InputError(
+            "kubernetesVersion",
+            None,
+            "a version (1.20-1.28 or v1.X.Y) for manifests with scheduler "
+            f"mode {model.scheduler.mode}; only a chart can adapt at install time",
+        )
+    objects = stack.objects()
+    if format == "chart":
+        files = chart_files(stack)
+    else:
+        files = {"manifests.yaml": dump_all(objects), **controlplane.files(stack)}
+    rendered = Rendered(format, model, files, objects, warnings, notes(model, stack.requirements), stack.requirements)
+    if output is not None:
+        if format == "manifests" and rendered.is_tree and str(output) == "-":
+            raise InputError(
+                "--output",
+                "-",
+                "a directory in control-plane mode (manifests.yaml and control-plane/ are written there)",
+            )
+        if str(output) != "-":
+            rendered.write(output)
+    return rendered

@@ -1,0 +1,107 @@
+"""kube-scheduler configuration for each API: KubeSchedulerConfiguration v1beta1..v1 and the legacy Policy.
+
+The extender stanza is data built once and spelled per API (facts section 6): the same fields in every
+`kubescheduler.config.k8s.io` version, `enableHttps` and a timeout in nanoseconds in the Policy file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpushare.domain import labels
+from gpushare.domain.versions import CONFIG_GROUP, POLICY
+from gpushare.generate.template import Expr, dump
+from gpushare.generate.values import Context
+
+#: Where the secondary scheduler's pod mounts its ConfigMap, and the file names in it.
+CONFIG_DIR = "/etc/gpushare"
+CONFIG_FILE = {"yaml": "scheduler-config.yaml", "json": "scheduler-policy.json"}
+#: kubeadm's paths on control-plane nodes.
+KUBEADM_SCHEDULER_CONF = "/etc/kubernetes/scheduler.conf"
+CONTROL_PLANE_FILE = {
+    "yaml": "/etc/kubernetes/gpushare-scheduler-config.yaml",
+    "json": "/etc/kubernetes/gpushare-scheduler-policy.json",
+}
+
+
+def file_kind(api: str) -> str:
+    return "json" if api == POLICY else "yaml"
+
+
+def extender_url(ctx: Context) -> Expr:
+    port = ctx.v("extender.port")
+    return Expr(
+        'printf "http://127.0.0.1:%v/gpushare-scheduler" .Values.extender.port',
+        f"http://127.0.0.1:{port.value}/gpushare-scheduler",
+    )
+
+
+def extender_stanza(ctx: Context, api: str) -> dict[str, Any]:
+    seconds = ctx.v("extender.httpTimeoutSeconds")
+    policy = api == POLICY
+    timeout = (
+        Expr("mul .Values.extender.httpTimeoutSeconds 1000000000", seconds.value * 10**9)
+        if policy
+        else Expr('printf "%vs" .Values.extender.httpTimeoutSeconds', f"{seconds.value}s")
+    )
+    return {
+        "urlPrefix": extender_url(ctx),
+        "filterVerb": "filter",
+        "bindVerb": "bind",
+        "enableHttps" if policy else "enableHTTPS": False,
+        "httpTimeout": timeout,
+        "nodeCacheCapable": True,
+        "managedResources": [{"name": labels.GPU_MEM, "ignoredByScheduler": False}],
+        "ignorable": False,
+    }
+
+
+#: kube-scheduler 1.22 exits on a Policy that leaves priorities to the defaults ("no kind
+#: NodeResourcesLeastAllocatedArgs is registered for version kubescheduler.config.k8s.io/v1beta2", seen with the
+#: real 1.22.17 binary); it runs with the defaults named, less the two whose arguments it cannot convert.
+POLICY_PRIORITIES_1_22 = [
+    {"name": name, "weight": weight}
+    for name, weight in (
+        ("BalancedResourceAllocation", 1),
+        ("ImageLocalityPriority", 1),
+        ("InterPodAffinityPriority", 1),
+        ("NodeAffinityPriority", 1),
+        ("TaintTolerationPriority", 1),
+        ("SelectorSpreadPriority", 1),
+        ("EvenPodsSpreadPriority", 2),
+    )
+]
+
+
+def configuration(ctx: Context, api: str, control_plane: bool, minor: int | None = None) -> dict[str, Any]:
+    """The configuration document for `api`; a secondary scheduler gets its own name and lease."""
+    if api == POLICY:
+        policy: dict[str, Any] = {"kind": "Policy", "apiVersion": "v1"}
+        if minor is not None and minor >= 22:
+            policy["priorities"] = POLICY_PRIORITIES_1_22
+        policy["extenders"] = [extender_stanza(ctx, api)]
+        return policy
+    config: dict[str, Any] = {"apiVersion": f"{CONFIG_GROUP}/{api}", "kind": "KubeSchedulerConfiguration"}
+    if control_plane:
+        config["clientConnection"] = {"kubeconfig": KUBEADM_SCHEDULER_CONF}
+        config["leaderElection"] = {"leaderElect": True}
+    else:
+        name = ctx.v("scheduler.name")
+        config["leaderElection"] = {
+            "leaderElect": True,
+            "resourceLock": "leases",
+            "resourceName": name,
+            "resourceNamespace": ctx.namespace,
+        }
+        config["profiles"] = [{"schedulerName": name}]
+    config["enableProfiling"] = False
+    config["extenders"] = [extender_stanza(ctx, api)]
+    return config
+
+
+def serialise(api: str) -> Any:
+    """The function that writes a configuration of `api` as its file text."""
+    if api == POLICY:
+        return lambda obj: json.dumps(obj, indent=2) + "\n"
+    return dump

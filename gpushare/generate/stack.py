@@ -1,0 +1,151 @@
+"""The installer stack for a set of settings: which objects, in which template files, with which config.
+
+Validated settings come in; the component builders are called only for what the settings call for;
+the scheduler configuration is resolved here once for both output forms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from gpushare.domain import profiles, versions
+from gpushare.generate import schedconfig
+from gpushare.generate.components import cgpu, device_plugin, scheduler
+from gpushare.generate.template import resolve, text_of
+from gpushare.generate.values import Context
+from gpushare.settings.model import InstallerSettings
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """One configuration API's file: concrete text (None in a chart that chooses at install) and its Helm pipeline."""
+
+    api: str
+    minors: tuple[int, ...]
+    text: str
+    helm: str
+
+
+@dataclass
+class Stack:
+    settings: InstallerSettings
+    ctx: Context = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ctx = Context(self.settings)
+
+    @property
+    def mode(self) -> str:
+        return self.settings.scheduler.mode
+
+    @cached_property
+    def configs(self) -> list[SchedulerConfig]:
+        """The scheduler configuration: one for a known version, one per default API for a universal chart."""
+        if self.mode == profiles.MANAGED:
+            return []
+        control_plane = self.mode == profiles.CONTROL_PLANE
+        version = self.settings.version
+        if version is not None:
+            choices: dict[str, tuple[int, ...]] = {
+                versions.choose_api(self.settings.scheduler.config_api, version.minor): (version.minor,)
+            }
+        else:
+            choices = {}
+            for minor in versions.MINORS:
+                choices.setdefault(versions.default_api(minor), ())
+                choices[versions.default_api(minor)] += (minor,)
+        result = []
+        for api, minors in choices.items():
+            obj = schedconfig.configuration(self.ctx, api, control_plane, version.minor if version else None)
+            text, helm = text_of(obj, schedconfig.serialise(api))
+            result.append(SchedulerConfig(api, minors, text, helm))
+        return result
+
+    @property
+    def config(self) -> SchedulerConfig | None:
+        """The single configuration when the version is known."""
+        return self.configs[0] if len(self.configs) == 1 and self.settings.version is not None else None
+
+    @cached_property
+    def templates(self) -> dict[str, list[dict[str, Any]]]:
+        """Template file (relative to templates/) -> the objects in it, with Exprs."""
+        ctx = self.ctx
+        files: dict[str, list[dict[str, Any]]] = {"device-plugin/device-plugin.yaml": device_plugin.objects(ctx)}
+        cgpu_objects = cgpu.objects(ctx)
+        if cgpu_objects:
+            files["cgpu/cgpu-installer.yaml"] = cgpu_objects
+        if self.mode == profiles.SECONDARY:
+            config = self.config
+            files["scheduler/scheduler.yaml"] = scheduler.secondary_objects(
+                ctx, config.api if config else None, config.text if config else None
+            )
+        elif self.mode == profiles.CONTROL_PLANE:
+            files["scheduler/extender-rbac.yaml"] = scheduler.control_plane_objects(ctx)
+        return files
+
+    @property
+    def requirements(self) -> dict[str, str]:
+        """What the cluster must already run for these settings (managed mode: ACK's own scheduler)."""
+        settings = self.settings
+        version = settings.version
+        if settings.scheduler.mode != profiles.MANAGED or not settings.compute_allocation:
+            return {}
+        if version is None:
+            table = ", ".join(f"1.{m}: {v}" for m, v in profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE.items())
+            return {"ack-scheduler": f"at least, by cluster minor: {table}"}
+        minimum = profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE.get(version.minor)
+        return {"ack-scheduler": f"at least {minimum}" if minimum else f"an ACK 1.{version.minor} release"}
+
+    def objects(self) -> list[dict[str, Any]]:
+        """Concrete objects, in Helm's install order."""
+        objs = [resolve(o) for group in self.templates.values() for o in group]
+        return sorted(objs, key=install_order)
+
+
+#: Helm's install order of kinds (helm/pkg/releaseutil/kind_sorter.go), so `kubectl apply` meets dependencies first.
+INSTALL_ORDER = (
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+)
+
+
+def install_order(obj: dict[str, Any]) -> tuple[int, str, str]:
+    kind = obj.get("kind", "")
+    rank = INSTALL_ORDER.index(kind) if kind in INSTALL_ORDER else len(INSTALL_ORDER)
+    return rank, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]

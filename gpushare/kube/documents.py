@@ -1,0 +1,105 @@
+"""Kubernetes documents as users have them: files, directories, standard input; YAML or JSON; Lists expanded.
+
+Every object keeps where it came from (file and line of the object itself, also inside a `List`), so a
+finding or an invalid pod can point at it, in text and in SARIF alike.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from gpushare.errors import InputError
+
+try:
+    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Loader = yaml.SafeLoader
+
+#: Files a directory argument contributes.
+SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One Kubernetes object and its origin: a file and the line the object starts on, or a cluster object."""
+
+    obj: dict[str, Any]
+    file: str
+    line: int | None = None
+
+    @property
+    def where(self) -> str:
+        return self.file if self.line is None else f"{self.file}:{self.line}"
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind") or "")
+
+
+def _items(node: yaml.Node, data: dict[str, Any]) -> list[tuple[Any, int]]:
+    """The objects of a document with their lines: the `items` of a List, each at its own line, else the document."""
+    items = data.get("items") if str(data.get("kind", "")).endswith("List") else None
+    if not isinstance(items, list):
+        return [(data, node.start_mark.line + 1)]
+    item_nodes: list[yaml.Node] = []
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "items" and isinstance(value, yaml.SequenceNode):
+                item_nodes = list(value.value)
+    lines = [n.start_mark.line + 1 for n in item_nodes]
+    if len(lines) != len(items):  # pragma: no cover - a merge key reshaped the list
+        lines = [node.start_mark.line + 1] * len(items)
+    return list(zip(items, lines, strict=True))
+
+
+def read_documents(path: str | Path, text: str | None = None) -> list[Source]:
+    """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at."""
+    name = str(path)
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError("file", name, f"a readable YAML file ({exc})") from None
+    result: list[Source] = []
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            data = loader.construct_document(node)
+            if data is None:
+                continue
+            if not isinstance(data, dict):
+                raise InputError("file", name, f"Kubernetes objects (a mapping at {name}:{node.start_mark.line + 1})")
+            result += [Source(item, name, line) for item, line in _items(node, data) if isinstance(item, dict)]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        at = f"{name}:{mark.line + 1}" if mark is not None else name
+        raise InputError("file", name, f"valid YAML (error at {at})") from None
+    finally:
+        loader.dispose()
+    return result
+
+
+def read_paths(paths: list[str], stdin: TextIO | None = None) -> list[Source]:
+    """Documents from files, directories (their *.yaml, *.yml, *.json, sorted) and `-` (standard input)."""
+    result: list[Source] = []
+    for raw in paths:
+        if raw == "-":
+            result += read_documents("<stdin>", (stdin or sys.stdin).read())
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            for file in sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file()):
+                result += read_documents(file)
+        elif path.exists():
+            result += read_documents(path)
+        else:
+            raise InputError("file", raw, "an existing file, directory or -")
+    return result

@@ -1,0 +1,128 @@
+"""`gpushare place` and `gpushare inspect`: reading the inputs, running, printing. The CLI only parses flags."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from gpushare.errors import InputError
+from gpushare.kube.documents import Source, read_paths
+from gpushare.placement import compare as comparing
+from gpushare.placement.inputs import UNIT_MIB, build
+from gpushare.placement.model import Semantics
+from gpushare.placement.plot import write_plot
+from gpushare.placement.report import inspect_text, summary, to_dict, to_text
+from gpushare.placement.run import run
+
+
+def read_node_order(path: str) -> dict[str, str]:
+    """`namespace/name node` per line (# comments): the node a real scheduler chose for each pod."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError("--node-order", path, f"a readable file ({exc.strerror})") from None
+    order: dict[str, str] = {}
+    for number, line in enumerate(lines, start=1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        words = text.split()
+        if len(words) != 2 or "/" not in words[0]:
+            raise InputError("--node-order", line, f"'namespace/name node' ({path}:{number})")
+        order[words[0]] = words[1]
+    return order
+
+
+@dataclass
+class PlaceRequest:
+    nodes: list[str]
+    existing: list[str] = field(default_factory=list)
+    workloads: list[str] = field(default_factory=list)
+    semantics: Semantics = field(default_factory=Semantics)
+    input_unit: str | None = None
+    engine: str = "fast"
+    node_order: str | None = None
+    compare: list[str] = field(default_factory=list)
+    output: str = "table"
+    plot: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    explain: bool = False
+
+
+def _inputs(req: PlaceRequest) -> tuple[list[Source], list[Source], list[Source]]:
+    if req.kubeconfig is not None:
+        from gpushare.kube.cluster import read_cluster
+
+        nodes, existing = read_cluster(req.kubeconfig or None, req.context)
+    else:
+        if not req.nodes:
+            raise InputError("--nodes", None, "at least one file of Node objects (or --kubeconfig)")
+        nodes, existing = read_paths(req.nodes), read_paths(req.existing)
+    return nodes, existing, read_paths(req.workloads)
+
+
+def place_command(req: PlaceRequest, out: TextIO) -> int:
+    """Run, print in the chosen form; exit 1 when any pod was invalid."""
+    if req.input_unit is not None and req.input_unit not in UNIT_MIB:
+        raise InputError("--gpu-memory-unit", req.input_unit, f"one of {', '.join(UNIT_MIB)}")
+    specs = comparing.parse(req.compare)
+    nodes, existing, workloads = _inputs(req)
+    order = read_node_order(req.node_order) if req.node_order else None
+    input_unit = req.input_unit or req.semantics.gpu_memory_unit
+
+    def once(semantics: Semantics) -> Any:
+        inventory = build(nodes, existing, workloads, semantics, input_unit)
+        return run(inventory, semantics, req.engine, order, req.explain)  # type: ignore[arg-type]
+
+    if specs:
+        rows = []
+        for name, semantics in comparing.variants(req.semantics, specs):
+            result = once(semantics)
+            rows.append((name, semantics, result))
+        _print_comparison(rows, req.output, out)
+        return 1 if any(r.invalid for _, _, r in rows) else 0
+    result = once(req.semantics)
+    if req.plot:
+        write_plot(result, req.plot)
+    if req.output == "json":
+        json.dump(to_dict(result), out, indent=2)
+        out.write("\n")
+    elif req.output == "inspect":
+        out.write(inspect_text(result))
+    else:
+        out.write(to_text(result))
+    return 1 if result.invalid else 0
+
+
+def _print_comparison(rows: list[tuple[str, Semantics, Any]], output: str, out: TextIO) -> None:
+    if output == "json":
+        doc = {
+            "apiVersion": "gpushare.io/v1alpha1",
+            "kind": "PlacementComparison",
+            "variants": [
+                {"variant": name, "semantics": to_dict(r)["semantics"], "summary": summary(r)} for name, _, r in rows
+            ],
+        }
+        json.dump(doc, out, indent=2)
+        out.write("\n")
+        return
+    header = ["VARIANT", "PLACED", "PENDING", "INVALID", "GPUS TOUCHED", "FRAGMENTED"]
+    table = [header]
+    for name, semantics, result in rows:
+        s = summary(result)
+        table.append(
+            [
+                name,
+                str(s["placed"]),
+                str(s["pending"]),
+                str(s["invalid"]),
+                f"{s['gpusTouched']}/{s['gpus']}",
+                f"{s['fragmentation']} x {semantics.gpu_memory_unit}",
+            ]
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for row in table:
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")

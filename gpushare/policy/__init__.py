@@ -1,0 +1,1 @@
+"""The product's rules as data, one engine, and the commands that report on them."""

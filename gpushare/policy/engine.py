@@ -1,0 +1,104 @@
+"""The product's rules as data, evaluated by one engine.
+
+A rule is an entry: a stable ID, a severity, what it applies to (the installer settings, a workload's
+pod template, a Node, or the cluster's facts), how to fix it and where the rule comes from. Its
+`check` returns the offending (field, value, allowed) triples; the engine turns them into findings.
+`gpushare render` refuses error findings on its settings, `gpushare validate` and `gpushare preflight`
+report them all: one set of entries (`gpushare.ruleset`), one voice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gpushare.errors import InputError
+from gpushare.settings.model import InstallerSettings
+
+Severity = Literal["error", "warning"]
+Target = Literal["settings", "workload", "node", "cluster"]
+Offence = tuple[str, Any, str]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What is known about the cluster: flags, a live read, and the other objects being validated."""
+
+    region: str | None = None
+    kube_version: str | None = None  # as the cluster reports it (may be outside 1.20-1.28)
+    scheduler_version: str | None = None
+    cgpu_version: str | None = None
+    driver_version: str | None = None
+    docker_version: str | None = None
+    chart_version: str | None = None
+    settings: InstallerSettings | None = None
+    nodes: Sequence[Any] = ()  # gpushare.ruleset.objects.NodeView
+    workloads: Sequence[Any] = ()  # gpushare.ruleset.objects.PodView
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: Severity
+    target: Target
+    summary: str
+    remediation: str
+    source: str
+    check: Callable[[Any, Context], Iterable[Offence]]
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One thing the rules look at, and where it came from (file:line, or a cluster object)."""
+
+    target: Target
+    name: str
+    where: str
+    obj: Any
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: Rule
+    field: str
+    value: Any
+    allowed: str
+    subject: str = ""
+    where: str = ""
+
+    @property
+    def message(self) -> str:
+        return f"{self.field}: {self.value!r} is not allowed; expected {self.allowed} [{self.rule.id}]"
+
+
+def evaluate_one(target: Any, ctx: Context, rules: Iterable[Rule], subject: Subject | None = None) -> list[Finding]:
+    name, where = (subject.name, subject.where) if subject else ("", "")
+    return [Finding(rule, *offence, name, where) for rule in rules for offence in rule.check(target, ctx)]
+
+
+def evaluate(subjects: Iterable[Subject], ctx: Context, rules: Iterable[Rule] | None = None) -> list[Finding]:
+    """Every finding of every rule on every subject of its target kind, in subject then rule order."""
+    from gpushare.policy.rules import RULES
+
+    by_target: dict[str, list[Rule]] = {}
+    for rule in RULES if rules is None else rules:
+        by_target.setdefault(rule.target, []).append(rule)
+    findings: list[Finding] = []
+    for subject in subjects:
+        findings += evaluate_one(subject.obj, ctx, by_target.get(subject.target, ()), subject)
+    return findings
+
+
+def enforce(settings: InstallerSettings, where: str | None = None) -> list[Finding]:
+    """The settings rules on the generator's settings: raise the first error as an InputError, return warnings."""
+    from gpushare.policy.rules import RULES
+
+    version = settings.version
+    ctx = Context(region=settings.region, kube_version=version.full if version else None, settings=settings)
+    findings = evaluate_one(settings, ctx, [r for r in RULES if r.target == "settings"])
+    for finding in findings:
+        if finding.rule.severity == "error":
+            raise InputError(finding.field, finding.value, f"{finding.allowed} [{finding.rule.id}]", where)
+    return findings

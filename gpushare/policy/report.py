@@ -1,0 +1,122 @@
+"""Validation findings for people (grouped by object), pipelines (versioned JSON) and code scanning (SARIF 2.1.0)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from gpushare import __version__
+from gpushare.policy.engine import Finding, Rule
+from gpushare.policy.validate import Report
+
+API_VERSION = "gpushare.io/v1alpha1"
+
+
+def to_text(report: Report) -> str:
+    lines: list[str] = []
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for finding in report.findings:
+        groups.setdefault((finding.where, finding.subject), []).append(finding)
+    for (where, subject), findings in groups.items():
+        lines.append(f"{where}  {subject}")
+        for f in findings:
+            lines.append(f"  {f.rule.severity:<7} {f.rule.id}  {f.field}: {f.value!r}: expected {f.allowed}")
+            lines.append(f"          fix: {f.rule.remediation}")
+    lines.append(
+        f"{report.objects} objects, {report.errors} errors, {report.warnings} warnings"
+        + (f", {len(report.ignored)} objects of kinds no rule checks" if report.ignored else "")
+    )
+    return "\n".join(lines) + "\n"
+
+
+def finding_dict(f: Finding) -> dict[str, Any]:
+    return {
+        "rule": f.rule.id,
+        "severity": f.rule.severity,
+        "object": f.subject,
+        "location": f.where,
+        "field": f.field,
+        "value": f.value if isinstance(f.value, (str, int, float, bool)) or f.value is None else str(f.value),
+        "expected": f.allowed,
+        "message": f.message,
+        "remediation": f.rule.remediation,
+    }
+
+
+def to_dict(report: Report) -> dict[str, Any]:
+    """kind ValidationReport (schemas/validation-report.schema.json)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidationReport",
+        "summary": {
+            "objects": report.objects,
+            "errors": report.errors,
+            "warnings": report.warnings,
+            "ignored": len(report.ignored),
+        },
+        "findings": [finding_dict(f) for f in report.findings],
+        "ignored": report.ignored,
+    }
+
+
+def rule_dict(rule: Rule) -> dict[str, Any]:
+    return {
+        "id": rule.id,
+        "severity": rule.severity,
+        "target": rule.target,
+        "summary": rule.summary,
+        "remediation": rule.remediation,
+        "source": rule.source,
+    }
+
+
+_LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
+
+
+def to_sarif(report: Report, rules: Iterable[Rule]) -> dict[str, Any]:
+    """SARIF 2.1.0: one run, the rules as the tool's rules, each finding a result at its file and line."""
+    results = []
+    for f in report.findings:
+        result: dict[str, Any] = {
+            "ruleId": f.rule.id,
+            "level": "error" if f.rule.severity == "error" else "warning",
+            "message": {"text": f"{f.subject}: {f.message}. {f.rule.remediation}"},
+        }
+        match = _LOCATION.match(f.where)
+        if match:
+            result["locations"] = [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": match["file"]},
+                        "region": {"startLine": int(match["line"])},
+                    }
+                }
+            ]
+        results.append(result)
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gpushare",
+                        "version": __version__,
+                        "informationUri": "https://gpushare.io",
+                        "rules": [
+                            {
+                                "id": r.id,
+                                "shortDescription": {"text": r.summary},
+                                "help": {"text": r.remediation},
+                                "defaultConfiguration": {"level": "error" if r.severity == "error" else "warning"},
+                                "properties": {"target": r.target, "source": r.source},
+                            }
+                            for r in rules
+                        ],
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }

@@ -1,0 +1,10 @@
+"""Every rule of the product, by target: the installer settings, workloads, Nodes, cluster facts."""
+
+from __future__ import annotations
+
+from gpushare.policy.engine import Rule
+from gpushare.policy.rules import cluster, nodes, settings, workloads
+
+RULES: tuple[Rule, ...] = (*settings.RULES, *workloads.RULES, *nodes.RULES, *cluster.RULES)
+BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
+assert len(BY_ID) == len(RULES), "duplicate rule IDs"

@@ -1,0 +1,284 @@
+"""Rules on the installer settings (facts sections 2 and 6): what `gpushare render` refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpushare.domain import profiles, versions
+from gpushare.errors import InputError
+from gpushare.policy.engine import Context, Offence, Rule
+from gpushare.settings.model import InstallerSettings
+
+
+def _unit(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    units = s.profile_info.memory_units
+    if s.gpu_memory_unit not in units:
+        yield "gpuMemoryUnit", s.gpu_memory_unit, f"one of {', '.join(units)} for profile {s.profile}"
+
+
+def _isolation(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    allowed = s.profile_info.isolation_modes
+    for mode in s.isolation:
+        if mode not in allowed:
+            yield "isolation", mode, f"one of {', '.join(allowed)} for profile {s.profile}"
+    if len(set(s.isolation)) != len(s.isolation):
+        yield "isolation", s.isolation, "each mode at most once"
+
+
+def _scheduler_mode(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    allowed = s.profile_info.scheduler_modes
+    if s.scheduler.mode not in allowed:
+        yield "scheduler.mode", s.scheduler.mode, f"one of {', '.join(allowed)} for profile {s.profile}"
+
+
+def _compute_profile(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    if s.compute_allocation and not s.profile_info.compute_allocation:
+        yield "computeAllocation", True, f"false for profile {s.profile} (compute allocation is an ACK Pro feature)"
+
+
+def _compute_core_mem(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    if s.profile_info.compute_allocation and s.compute_allocation != ("core_mem" in s.isolation):
+        if s.compute_allocation:
+            yield "isolation", s.isolation, "core_mem among the modes when computeAllocation is true"
+        else:
+            yield "computeAllocation", False, "true when core_mem nodes are served"
+
+
+def _compute_managed(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    if s.compute_allocation and s.scheduler.mode != profiles.MANAGED:
+        yield "scheduler.mode", s.scheduler.mode, "managed when computeAllocation is true (ACK Pro's scheduler)"
+
+
+def _compute_region(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    if s.compute_allocation and s.region is not None and s.region not in profiles.COMPUTE_REGIONS:
+        yield "region", s.region, f"a region with compute allocation: {', '.join(profiles.COMPUTE_REGIONS)}"
+
+
+def _compute_region_unknown(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    if s.compute_allocation and s.region is None and ctx.region is None:  # a live read may know it
+        yield "region", None, "the cluster's region, so compute-allocation support can be checked"
+
+
+def _config_api_served(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    version = s.version
+    if s.scheduler.mode == profiles.MANAGED or s.scheduler.config_api == "auto":
+        return
+    if version is None:
+        yield (
+            "scheduler.configApi",
+            s.scheduler.config_api,
+            "auto when kubernetesVersion is unset (the chart then picks the API from the cluster's version)",
+        )
+        return
+    try:
+        versions.choose_api(s.scheduler.config_api, version.minor)
+    except InputError as exc:
+        yield exc.field, exc.value, exc.allowed
+
+
+def _config_api_deprecated(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    version = s.version
+    api = s.scheduler.config_api
+    if s.scheduler.mode == profiles.MANAGED or version is None or api == "auto":
+        return
+    if api in versions.served_apis(version.minor) and versions.is_deprecated(api, version.minor):
+        yield (
+            "scheduler.configApi",
+            api,
+            f"{versions.default_api(version.minor)} (not deprecated in 1.{version.minor})",
+        )
+
+
+def _config_api_managed(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    if s.scheduler.mode == profiles.MANAGED and s.scheduler.config_api != "auto":
+        yield "scheduler.configApi", s.scheduler.config_api, "auto with scheduler.mode managed (ACK runs the scheduler)"
+
+
+def _small_unit_cgpu(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    if s.gpu_memory_unit == "128MiB" and "cgpu" in s.isolation:
+        yield "isolation", s.isolation, "share nodes for 128MiB units (cgpu nodes still hold at most 16 pods per GPU)"
+
+
+def _small_unit_autoscaling(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    if s.gpu_memory_unit == "128MiB":
+        yield "gpuMemoryUnit", s.gpu_memory_unit, "1GiB if node autoscaling must add nodes for pending GPU pods"
+
+
+def _policy_secondary(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    version = s.version
+    if (
+        s.scheduler.mode == profiles.SECONDARY
+        and s.scheduler.config_api == versions.POLICY
+        and version is not None
+        and version.minor > versions.POLICY_SCHEDULER_NAME_UNTIL
+    ):
+        yield (
+            "scheduler.configApi",
+            s.scheduler.config_api,
+            f"{versions.default_api(version.minor)} for a secondary scheduler on 1.{version.minor} "
+            "(a Policy scheduler is always default-scheduler there)",
+        )
+
+
+def _control_plane_version(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    if s.scheduler.mode == profiles.CONTROL_PLANE and s.version is None:
+        yield (
+            "kubernetesVersion",
+            None,
+            "the control plane's version (1.20-1.28 or v1.X.Y): control-plane files are written for one version",
+        )
+
+
+def _loads(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+    return ()  # the findings come from load_settings' own error (gpushare.validation)
+
+
+#: A settings document that does not load (unknown key, wrong type): reported, never a traceback.
+DOCUMENT_RULE = Rule(
+    "GS100",
+    "error",
+    "settings",
+    "The settings document must match its schema",
+    "See schemas/installer-settings.schema.json.",
+    "gpushare",
+    _loads,
+)
+
+RULES: tuple[Rule, ...] = (
+    DOCUMENT_RULE,
+    Rule(
+        "GS101",
+        "error",
+        "settings",
+        "GPU memory unit must be one the profile supports",
+        "Use 1GiB or 128MiB with profile ack, GiB or MiB with open-source.",
+        "seed 000; upstream-plugin",
+        _unit,
+    ),
+    Rule(
+        "GS102",
+        "error",
+        "settings",
+        "Isolation modes must be ones the profile supports",
+        "The open-source device plugin shares without isolation: use isolation [share].",
+        "seed 001; facts 5",
+        _isolation,
+    ),
+    Rule(
+        "GS103",
+        "error",
+        "settings",
+        "Scheduler mode must be one the profile supports",
+        "managed needs ACK Pro; elsewhere use secondary or control-plane.",
+        "facts 6",
+        _scheduler_mode,
+    ),
+    Rule(
+        "GS104",
+        "error",
+        "settings",
+        "Compute allocation needs the ack profile",
+        "Drop computeAllocation or use profile ack on ACK Pro.",
+        "seed 002",
+        _compute_profile,
+    ),
+    Rule(
+        "GS105",
+        "error",
+        "settings",
+        "Compute allocation and core_mem nodes go together",
+        "Set computeAllocation: true together with isolation core_mem.",
+        "seed 002",
+        _compute_core_mem,
+    ),
+    Rule(
+        "GS106",
+        "error",
+        "settings",
+        "Compute allocation needs ACK Pro's managed scheduler",
+        "Use scheduler.mode managed on ACK Pro.",
+        "seed 002",
+        _compute_managed,
+    ),
+    Rule(
+        "GS107",
+        "error",
+        "settings",
+        "Compute allocation is offered in some regions only",
+        "Use a cluster in a listed region or disable computeAllocation.",
+        "seed 002",
+        _compute_region,
+    ),
+    Rule(
+        "GS108",
+        "warning",
+        "settings",
+        "Region unknown: compute-allocation support not checked",
+        "Pass --region so the region list can be checked.",
+        "seed 002",
+        _compute_region_unknown,
+    ),
+    Rule(
+        "GS109",
+        "error",
+        "settings",
+        "Scheduler configuration API must be served by the target Kubernetes minor",
+        "Use --scheduler-config-api auto, or one the minor serves.",
+        "facts 6",
+        _config_api_served,
+    ),
+    Rule(
+        "GS110",
+        "warning",
+        "settings",
+        "Scheduler configuration API is deprecated in the target minor",
+        "Use the minor's newest API (auto).",
+        "facts 6",
+        _config_api_deprecated,
+    ),
+    Rule(
+        "GS111",
+        "warning",
+        "settings",
+        "Scheduler configuration API is ignored in managed mode",
+        "Leave scheduler.configApi at auto.",
+        "facts 6",
+        _config_api_managed,
+    ),
+    Rule(
+        "GS112",
+        "warning",
+        "settings",
+        "128MiB units on cgpu nodes still cap a GPU at 16 pods",
+        "Serve share nodes for fine-grained units, or plan for 16 pods per GPU.",
+        "seed 000",
+        _small_unit_cgpu,
+    ),
+    Rule(
+        "GS113",
+        "warning",
+        "settings",
+        "Node autoscaling does not scale out for 128MiB requests",
+        "Keep 1GiB units in autoscaled node pools.",
+        "seed 000",
+        _small_unit_autoscaling,
+    ),
+    Rule(
+        "GS115",
+        "error",
+        "settings",
+        "A secondary scheduler cannot use the Policy file from 1.22",
+        "Use a KubeSchedulerConfiguration API (auto).",
+        "kube-scheduler 1.22 options",
+        _policy_secondary,
+    ),
+    Rule(
+        "GS114",
+        "error",
+        "settings",
+        "control-plane mode needs the control plane's Kubernetes version",
+        "Pass --kube-version with the version kubeadm runs.",
+        "facts 6",
+        _control_plane_version,
+    ),
+)

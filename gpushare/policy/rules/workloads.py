@@ -1,0 +1,222 @@
+"""Rules on workloads' pod templates (facts sections 2 and 3)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from gpushare.domain import labels
+from gpushare.policy.engine import Context, Offence, Rule
+from gpushare.policy.views import PodView
+
+CORE = f"resources.limits.{labels.GPU_CORE}"
+MEM = f"resources.limits.{labels.GPU_MEM}"
+
+
+def _malformed(p: PodView, ctx: Context) -> Iterable[Offence]:
+    yield from p.problems
+
+
+def _core_step(p: PodView, ctx: Context) -> Iterable[Offence]:
+    if p.core and (p.core % 5 or not 5 <= p.core <= 100):
+        yield CORE, p.core, "a multiple of 5 from 5 to 100 (percent of one GPU)"
+
+
+def _core_needs_mem(p: PodView, ctx: Context) -> Iterable[Offence]:
+    if p.core and not p.gpu_mem:
+        yield MEM, 0, f"a GPU memory request alongside {labels.GPU_CORE}"
+
+
+def _gpu_count(p: PodView, ctx: Context) -> Iterable[Offence]:
+    raw = p.gpu_count_label
+    if raw is None:
+        return
+    field = f"metadata.labels.{labels.GPU_COUNT}"
+    if not re.fullmatch(r"[1-9][0-9]*", str(raw)):
+        yield field, raw, "a positive integer (GPUs the pod spans)"
+    elif p.gpu_mem % int(str(raw)):
+        yield field, raw, f"a divisor of the memory request {p.gpu_mem} (each GPU gets an equal share)"
+
+
+def _multi_with_core(p: PodView, ctx: Context) -> Iterable[Offence]:
+    raw = p.gpu_count_label
+    if raw is not None and str(raw).isdigit() and int(str(raw)) > 1 and p.core:
+        yield CORE, p.core, f"no compute request on a multi-GPU pod ({labels.GPU_COUNT}={raw})"
+
+
+def _core_nodes(p: PodView, ctx: Context) -> Iterable[Offence]:
+    if not p.core:
+        return
+    wanted = p.node_selector.get(labels.SCHEDULE_LABEL)
+    if wanted is not None and wanted != "core_mem":
+        yield f"spec.nodeSelector.{labels.SCHEDULE_LABEL}", wanted, "core_mem for a pod that asks for GPU compute"
+    elif ctx.nodes and not any(n.mode == "core_mem" for n in ctx.nodes):
+        yield CORE, p.core, "no compute request: no node in the inventory is labelled core_mem"
+
+
+def largest_gpu(ctx: Context) -> int:
+    """The largest GPU in the inventory, worked out once per run rather than once per pod."""
+    cached = ctx.extra.get("largest_gpu")
+    if cached is None:
+        cached = ctx.extra["largest_gpu"] = max((n.per_gpu for n in ctx.nodes if n.gpu_mem), default=0)
+    return int(cached)
+
+
+def _too_big(p: PodView, ctx: Context) -> Iterable[Offence]:
+    if not p.gpu_mem or not ctx.nodes:
+        return
+    raw = p.gpu_count_label
+    share = p.gpu_mem // int(str(raw)) if raw is not None and str(raw).isdigit() and int(str(raw)) > 0 else p.gpu_mem
+    largest = largest_gpu(ctx)
+    if share > largest:
+        yield MEM, p.gpu_mem, f"at most {largest} per GPU: no GPU in the inventory is larger"
+
+
+def _mixed_on_node(p: PodView, ctx: Context) -> Iterable[Offence]:
+    node = p.pinned_node
+    if not node or not p.gpu_mem:
+        return
+    for other in ctx.workloads:
+        if other is not p and other.pinned_node == node and other.gpu_mem and bool(other.core) != bool(p.core):
+            if p.core:  # report once, on the compute pod
+                yield "spec.nodeName", node, f"a node without memory-only GPU pods (also pinned: {other.name})"
+            return
+
+
+def _label_values(p: PodView, ctx: Context) -> Iterable[Offence]:
+    selector = p.node_selector
+    mode = selector.get(labels.SCHEDULE_LABEL)
+    allowed = labels.SHARED_MODES + labels.OTHER_MODES
+    if mode is not None and mode not in allowed:
+        yield f"spec.nodeSelector.{labels.SCHEDULE_LABEL}", mode, f"one of {', '.join(allowed)}"
+    placement = selector.get(labels.PLACEMENT_LABEL)
+    if placement is not None and placement not in labels.PLACEMENTS:
+        yield f"spec.nodeSelector.{labels.PLACEMENT_LABEL}", placement, "binpack or spread"
+
+
+_MEM_LIST = re.compile(r"^\d+(,\d+)*$")
+
+
+def _cgpu_env(p: PodView, ctx: Context) -> Iterable[Offence]:
+    for container, name, value in p.env:
+        field = f"containers[{container}].env.{name}"
+        if name in ("ALIYUN_COM_GPU_MEM_CONTAINER", "ALIYUN_COM_GPU_MEM_DEV"):
+            if value is not None and not _MEM_LIST.match(str(value).strip()):
+                yield field, value, "GiB per GPU as a number or a comma list (3, or 3,1 where the last value repeats)"
+        elif (
+            name == "ALIYUN_COM_GPU_SCHD_WEIGHT"
+            and value is not None
+            and (not str(value).isdigit() or int(str(value)) < 1)
+        ):
+            yield field, value, "a whole number >= 1 (above 1 selects weighted preemptive scheduling)"
+
+
+def _cgpu_disabled(p: PodView, ctx: Context) -> Iterable[Offence]:
+    for container, name, value in p.env:
+        if name == "ALIYUN_COM_GPU_MEM_CONTAINER" and value is not None and _MEM_LIST.match(str(value).strip()):
+            numbers = [int(v) for v in str(value).split(",")]
+            if all(v == 0 for v in numbers) or (len(numbers) > 1 and numbers[0] == 1 and not any(numbers[1:])):
+                yield f"containers[{container}].env.{name}", value, "a memory size: this value turns cGPU isolation off"
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "GW201",
+        "error",
+        "workload",
+        "GPU resources must be whole, non-negative numbers, requests equal to limits",
+        "Write aliyun.com/gpu-mem and gpu-core.percentage as integers in limits.",
+        "Kubernetes extended resources",
+        _malformed,
+    ),
+    Rule(
+        "GW202",
+        "error",
+        "workload",
+        "Compute (gpu-core.percentage) is a multiple of 5 from 5 to 100",
+        "Round the compute share to a multiple of 5.",
+        "seed 002",
+        _core_step,
+    ),
+    Rule(
+        "GW203",
+        "error",
+        "workload",
+        "A compute request needs a GPU memory request",
+        "Add aliyun.com/gpu-mem.",
+        "seed 002",
+        _core_needs_mem,
+    ),
+    Rule(
+        "GW204",
+        "error",
+        "workload",
+        "aliyun.com/gpu-count is a positive integer dividing the memory request",
+        "Make gpu-mem a multiple of the GPU count.",
+        "ACK multi-card sharing",
+        _gpu_count,
+    ),
+    Rule(
+        "GW205",
+        "error",
+        "workload",
+        "Multi-GPU pods cannot request compute",
+        "Drop gpu-core.percentage or the gpu-count label.",
+        "ACK multi-card sharing",
+        _multi_with_core,
+    ),
+    Rule(
+        "GW206",
+        "error",
+        "workload",
+        "Compute requests run on core_mem nodes only",
+        "Select ack.node.gpu.schedule=core_mem nodes (add a labelled node pool).",
+        "seed 002",
+        _core_nodes,
+    ),
+    Rule(
+        "GW207",
+        "error",
+        "workload",
+        "A pod cannot ask one GPU for more memory than any GPU has",
+        "Lower the request, or split it with aliyun.com/gpu-count.",
+        "facts 4",
+        _too_big,
+    ),
+    Rule(
+        "GW208",
+        "error",
+        "workload",
+        "Memory-only and compute GPU pods never share a node",
+        "Pin them to different nodes.",
+        "seed 002",
+        _mixed_on_node,
+    ),
+    Rule(
+        "GW209",
+        "error",
+        "workload",
+        "GPU node labels in selectors must be valid values",
+        "Use share, cgpu, core_mem (or default, mps, topology, mig); binpack or spread.",
+        "ACK GPU labels",
+        _label_values,
+    ),
+    Rule(
+        "GW210",
+        "error",
+        "workload",
+        "cGPU environment variables follow cGPU's syntax",
+        "ALIYUN_COM_GPU_MEM_CONTAINER/_DEV: 3 or 3,1; ALIYUN_COM_GPU_SCHD_WEIGHT: an integer >= 1.",
+        "seed 004",
+        _cgpu_env,
+    ),
+    Rule(
+        "GW211",
+        "warning",
+        "workload",
+        "This cGPU memory setting turns isolation off",
+        "Set the visible memory in GiB, or remove the variable.",
+        "seed 004",
+        _cgpu_disabled,
+    ),
+)

@@ -1,0 +1,115 @@
+"""`gpushare validate`: the product's rules over settings documents, workloads, Nodes and cluster facts.
+
+Inputs are plain YAML (files, directories, stdin) sorted into subjects; every rule whose target
+matches runs on each; findings carry the object, file and line, rule ID, severity and remediation.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO
+
+from gpushare.domain.versions import parse_kube_version
+from gpushare.errors import InputError
+from gpushare.kube.documents import Source, read_paths
+from gpushare.policy.engine import Context, Finding, Subject, evaluate
+from gpushare.policy.views import node_view, pod_view
+from gpushare.settings.model import KIND as SETTINGS_KIND
+from gpushare.settings.model import load_settings
+
+
+@dataclass
+class Report:
+    """Findings of one validation run, and what was looked at."""
+
+    findings: list[Finding]
+    objects: int
+    ignored: list[str] = field(default_factory=list)  # where: kind of objects no rule looks at
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.rule.severity == "error")
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if f.rule.severity == "warning")
+
+    def exit_code(self, strict: bool = False) -> int:
+        return 1 if self.errors or (strict and self.warnings) else 0
+
+
+def _settings_subject(src: Source) -> tuple[Subject | None, Finding | None]:
+    """A settings document; one that does not load is itself an error finding (GS100)."""
+    from gpushare.policy.rules.settings import DOCUMENT_RULE
+
+    try:
+        model = load_settings(src.obj)
+    except InputError as exc:
+        return None, Finding(DOCUMENT_RULE, exc.field, exc.value, exc.allowed, "InstallerSettings", src.where)
+    return Subject("settings", "InstallerSettings", src.where, model), None
+
+
+def subjects_of(sources: Iterable[Source]) -> tuple[list[Subject], list[Finding], list[str]]:
+    """Sort documents into rule subjects; unloadable settings become findings, other kinds are listed as ignored."""
+    subjects: list[Subject] = []
+    findings: list[Finding] = []
+    ignored: list[str] = []
+    for src in sources:
+        kind = src.obj.get("kind")
+        if kind == SETTINGS_KIND:
+            subject, finding = _settings_subject(src)
+            if subject:
+                subjects.append(subject)
+            if finding:
+                findings.append(finding)
+            continue
+        pod = pod_view(src.obj)
+        if pod is not None:
+            subjects.append(Subject("workload", f"{pod.kind}/{pod.namespace}/{pod.name}", src.where, pod))
+            continue
+        node = node_view(src.obj)
+        if node is not None:
+            subjects.append(Subject("node", f"Node/{node.name}", src.where, node))
+            continue
+        ignored.append(f"{src.where}: {kind or '(no kind)'}")
+    return subjects, findings, ignored
+
+
+def validate(objects: Iterable[dict[str, Any] | Source], context: Context | None = None) -> Report:
+    """Run every rule on the objects (dicts as `yaml.safe_load` gives them, or Sources with file:line)."""
+    sources = [o if isinstance(o, Source) else Source(o, f"object[{i}]") for i, o in enumerate(objects)]
+    subjects, findings, ignored = subjects_of(sources)
+    ctx = context or Context()
+    settings = next((s.obj for s in subjects if s.target == "settings"), None)
+    if ctx.kube_version is not None:
+        try:
+            version = parse_kube_version(ctx.kube_version, "--kube-version")
+        except InputError:
+            version = None
+        if version is not None:
+            subjects = [
+                replace(s, obj=s.obj.model_copy(update={"kubernetes_version": version.text}))
+                if s.target == "settings" and s.obj.kubernetes_version is None
+                else s
+                for s in subjects
+            ]
+    if settings is not None and ctx.region is None and settings.region:
+        ctx = replace(ctx, region=settings.region)
+    ctx = replace(
+        ctx,
+        settings=ctx.settings or settings,
+        nodes=[s.obj for s in subjects if s.target == "node"] or list(ctx.nodes),
+        workloads=[s.obj for s in subjects if s.target == "workload"],
+    )
+    subjects.append(Subject("cluster", "cluster", "flags", ctx))
+    findings += evaluate(subjects, ctx)
+    return Report(findings, len(sources), ignored)
+
+
+def read_inputs(paths: list[str], stdin: TextIO | None = None) -> list[Source]:
+    return read_paths(paths, stdin or sys.stdin)
+
+
+__all__ = ["Report", "read_inputs", "validate"]

@@ -1,0 +1,1 @@
+"""The InstallerSettings document: its model, its flags, and loading it from files and options."""

@@ -1,0 +1,328 @@
+"""The installer settings document: the validated model every generator input goes through.
+
+Flags, a `--config` YAML document and Python callers all end here. Structure and types are checked
+by pydantic (unknown keys are refused, so a typo is never silently ignored); the product's
+cross-field rules (unit per profile, compute allocation prerequisites...) live in `gpushare.rules`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from gpushare.domain import labels, profiles
+from gpushare.domain.versions import CONFIG_APIS, KubeVersion, parse_kube_version
+from gpushare.errors import InputError
+
+API_VERSION: Final = "gpushare.io/v1alpha1"
+KIND: Final = "InstallerSettings"
+IsolationMode = Literal["share", "cgpu", "core_mem"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, validate_by_name=True, validate_by_alias=True
+    )
+
+
+class Image(_Model):
+    """A container image; a digest, when set, pins it and wins over the tag."""
+
+    repository: str = Field(
+        description="Image repository, without tag.", min_length=1, pattern=r"^[^\s:@]+(:\d+)?(/[^\s:@]+)*$"
+    )
+    tag: str = Field(
+        "",
+        description="Image tag. Empty for the kube-scheduler image means: the cluster's own version.",
+        pattern=r"^[\w][\w.-]{0,127}$|^$",
+    )
+    digest: str | None = Field(
+        None,
+        description="Optional digest (sha256:...); when set the image is pulled by digest.",
+        pattern=r"^sha256:[0-9a-f]{64}$",
+    )
+    pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent", description="imagePullPolicy.")
+
+
+Quantity = str | int
+
+
+class Resources(_Model):
+    """Container resource requests and limits (Kubernetes quantities)."""
+
+    requests: dict[str, Quantity] = Field(default_factory=dict, description="Resource requests, e.g. {cpu: 100m}.")
+    limits: dict[str, Quantity] = Field(default_factory=dict, description="Resource limits, e.g. {memory: 256Mi}.")
+
+
+class Toleration(_Model):
+    """A pod toleration (the Kubernetes core/v1 Toleration fields)."""
+
+    key: str | None = Field(None, description="Taint key; empty with operator Exists tolerates every taint.")
+    operator: Literal["Exists", "Equal"] = Field("Equal", description="Exists or Equal.")
+    value: str | None = Field(None, description="Taint value, with operator Equal.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(None, description="Taint effect.")
+    toleration_seconds: int | None = Field(None, description="For NoExecute: seconds the pod stays bound.")
+
+
+class ContainerSettings(_Model):
+    """Settings of one container."""
+
+    image: Image = Field(description="Container image.")
+    resources: Resources = Field(default_factory=Resources, description="Container resources.")
+
+
+class Component(ContainerSettings):
+    """Settings of a workload with pods of its own: a container plus where its pods may run."""
+
+    tolerations: list[Toleration] = Field(default_factory=list, description="Extra pod tolerations.")
+    node_selector: dict[str, str] = Field(default_factory=dict, description="Extra pod node selector labels.")
+
+
+class SchedulerSettings(Component):
+    """How pods reach the extender: ACK's managed scheduler, a second scheduler, or the control plane's."""
+
+    mode: Literal["managed", "secondary", "control-plane"] = Field(
+        description="managed (ACK Pro: no scheduler objects), secondary (a kube-scheduler Deployment with its own "
+        "schedulerName and the extender as a sidecar on 127.0.0.1) or control-plane (files to change a kubeadm "
+        "cluster's kube-scheduler static pod). Default: managed for ack, secondary for open-source."
+    )
+    config_api: str = Field(
+        "auto",
+        description="kube-scheduler configuration API: auto (the newest the Kubernetes minor serves), "
+        "policy (legacy Policy JSON, 1.20-1.22), v1beta1, v1beta2, v1beta3 or v1.",
+        json_schema_extra={"enum": ["auto", *CONFIG_APIS]},
+    )
+    name: str = Field(
+        "gpushare-scheduler",
+        description="schedulerName of the secondary scheduler; pods opt in with spec.schedulerName.",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+    )
+    replicas: int = Field(1, ge=1, le=5, description="Secondary scheduler replicas (leader election keeps one active).")
+
+    @field_validator("config_api")
+    @classmethod
+    def _known_api(cls, value: str) -> str:
+        if value not in ("auto", *CONFIG_APIS):
+            raise ValueError(f"one of auto, {', '.join(CONFIG_APIS)}")
+        return value
+
+
+class ExtenderSettings(ContainerSettings):
+    """The gpushare scheduler extender (upstream-extender HTTP API), run beside the kube-scheduler it serves."""
+
+    port: int = Field(
+        12345,
+        ge=1024,
+        le=65535,
+        description="Port the extender listens on (env PORT); the scheduler reaches it on 127.0.0.1.",
+    )
+    log_level: Literal["debug", "info", "warn", "error"] = Field("info", description="Extender LOG_LEVEL.")
+    http_timeout_seconds: int = Field(30, ge=1, le=600, description="Scheduler-side timeout of one extender call.")
+
+
+class DevicePluginSettings(Component):
+    """The gpushare device plugin DaemonSet(s)."""
+
+
+class CgpuSettings(Component):
+    """The cGPU installer DaemonSet, run on `cgpu` and `core_mem` nodes."""
+
+    policy: int = Field(
+        1,
+        ge=0,
+        le=5,
+        description="cGPU scheduling policy: 0 average, 1 preemptive, 2 weighted "
+        "preemptive, 3 fixed, 4 weak, 5 native (memory isolation only). One policy per cluster.",
+    )
+
+
+class InstallerSettings(_Model):
+    """Everything `gpushare render` needs; `apiVersion`/`kind` version the document itself."""
+
+    api_version: Literal["gpushare.io/v1alpha1"] = Field(API_VERSION, description="Settings document version.")
+    kind: Literal["InstallerSettings"] = Field(KIND, description="Settings document kind.")
+    kubernetes_version: str | None = Field(
+        None,
+        description="Target Kubernetes: a minor 1.20-1.28 or a full v1.X.Y. Unset: a chart that picks the "
+        "scheduler configuration from the cluster's version at install time.",
+    )
+    profile: Literal["ack", "open-source"] = Field(
+        profiles.ACK,
+        description="ack: ACK Pro components and rules; open-source: upstream gpushare extender and "
+        "device plugin on any cluster.",
+    )
+    gpu_memory_unit: str = Field(
+        description="Unit of aliyun.com/gpu-mem: 1GiB or 128MiB (ack), GiB or MiB "
+        "(open-source). Default: 1GiB for ack, GiB for open-source."
+    )
+    isolation: list[IsolationMode] = Field(
+        default_factory=lambda: list[IsolationMode](["share"]),
+        min_length=1,
+        description="Node modes (ack.node.gpu.schedule) to serve: "
+        "share (no isolation), cgpu (memory isolation), core_mem (memory and compute isolation).",
+    )
+    placement: Literal["binpack", "spread"] = Field(
+        "binpack", description="Default GPU placement; a node's ack.node.gpu.placement label overrides it."
+    )
+    compute_allocation: bool = Field(
+        False, description="Allocate compute (aliyun.com/gpu-core.percentage); ACK Pro with core_mem nodes only."
+    )
+    region: str | None = Field(
+        None,
+        description="Alibaba Cloud region ID, e.g. cn-beijing; picks the image "
+        "registry and is checked against the compute-allocation region list.",
+        pattern=r"^[a-z]{2}-[a-z0-9-]+$",
+    )
+    namespace: str = Field(
+        "kube-system",
+        description="Namespace of the installed objects.",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+    )
+    release_name: str = Field(
+        "gpushare",
+        description="Helm release name (app.kubernetes.io/instance label).",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=53,
+    )
+    scheduler: SchedulerSettings = Field(description="kube-scheduler integration.")
+    extender: ExtenderSettings = Field(description="Scheduler extender (secondary and control-plane modes).")
+    device_plugin: DevicePluginSettings = Field(description="Device plugin.")
+    cgpu: CgpuSettings = Field(description="cGPU installer (cgpu and core_mem nodes).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_defaults(cls, data: Any) -> Any:
+        """Fill the defaults that depend on the profile before fields are validated."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        name = data.get("profile", profiles.ACK)
+        profile = profiles.PROFILES.get(name) if isinstance(name, str) else None
+        if profile is None:
+            return data  # the Literal check reports the bad profile
+        data.setdefault("gpuMemoryUnit", data.pop("gpu_memory_unit", profile.memory_units[0]))
+        registry = _registry(name, data.get("region"))
+        for key, snake, image in (
+            ("scheduler", "scheduler", {"repository": "registry.k8s.io/kube-scheduler", "tag": ""}),
+            ("extender", "extender", {"repository": f"{registry}/k8s-gpushare-schd-extender", "tag": "1.11-d170d8a"}),
+            (
+                "devicePlugin",
+                "device_plugin",
+                {"repository": f"{registry}/k8s-gpushare-plugin", "tag": "v2-1.11-aff8a23"},
+            ),
+            ("cgpu", "cgpu", {"repository": f"{registry}/cgpu-installer", "tag": "1.5.20"}),
+        ):
+            section = data.pop(snake, None) if snake != key and snake in data else data.get(key)
+            section = dict(section) if isinstance(section, dict) else ({} if section is None else section)
+            if isinstance(section, dict):
+                section.setdefault("image", image)
+                section.setdefault("resources", DEFAULT_RESOURCES[key])
+                if key == "scheduler":
+                    section.setdefault("mode", profile.default_scheduler_mode)
+            data[key] = section
+        return data
+
+    @property
+    def profile_info(self) -> profiles.Profile:
+        return profiles.PROFILES[self.profile]
+
+    @property
+    def version(self) -> KubeVersion | None:
+        return None if self.kubernetes_version is None else parse_kube_version(self.kubernetes_version)
+
+    @property
+    def isolated_modes(self) -> tuple[str, ...]:
+        """The modes served whose nodes need the cGPU module."""
+        return tuple(m for m in self.isolation if m in labels.ISOLATED_MODES)
+
+    def document(self) -> dict[str, Any]:
+        """The settings as a complete YAML-ready document (camelCase, every default spelled out)."""
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+DEFAULT_RESOURCES: dict[str, dict[str, dict[str, str]]] = {
+    "scheduler": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
+    "extender": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
+    "devicePlugin": {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"cpu": "1", "memory": "300Mi"}},
+    "cgpu": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
+}
+
+
+def _registry(profile: str, region: Any) -> str:
+    """ACK pulls from the cluster's regional registry; elsewhere the public Hangzhou registry serves."""
+    if profile == profiles.ACK and isinstance(region, str) and region:
+        return f"registry-{region}.ack.aliyuncs.com/acs"
+    return "registry.cn-hangzhou.aliyuncs.com/acs"
+
+
+def _describe_allowed(error: Any) -> str:
+    ctx = error.get("ctx") or {}
+    if "expected" in ctx:
+        return f"one of {ctx['expected']}"
+    if error["type"] == "extra_forbidden":
+        return "a known setting: " + ", ".join(_known_keys(error["loc"][:-1]))
+    if "pattern" in ctx:
+        return f"a value matching {ctx['pattern']}"
+    for key, word in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+        if key in ctx:
+            return f"a number {word} {ctx[key]}"
+    if "min_length" in ctx:
+        return f"at least {ctx['min_length']} item(s)"
+    return str(error["msg"]).removeprefix("Input should be ").removeprefix("Value error, ")
+
+
+def _known_keys(parent: tuple[Any, ...]) -> list[str]:
+    """The setting names valid beside an unknown one, for the error message."""
+    model: Any = InstallerSettings
+    for part in parent:
+        fields = {f.alias or name: f for name, f in model.model_fields.items()}
+        annotation = fields[str(part)].annotation if str(part) in fields else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def load_settings(data: dict[str, Any] | None = None, where: str | None = None) -> InstallerSettings:
+    """Validate a settings document (camelCase keys); the first problem becomes one InputError line."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError("settings", type(data).__name__, "a mapping (apiVersion, kind, settings...)", where)
+    try:
+        settings = InstallerSettings.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"] if not str(p).startswith("function-")) or "settings"
+        raise InputError(field, error.get("input"), _describe_allowed(error), where) from None
+    if settings.kubernetes_version is not None:
+        parse_kube_version(settings.kubernetes_version)
+    return settings
+
+
+def settings_schema() -> dict[str, Any]:
+    """JSON Schema of the settings document, published as schemas/installer-settings.schema.json."""
+    return copy.deepcopy(_settings_schema())
+
+
+@functools.cache
+def _settings_schema() -> dict[str, Any]:
+    schema = InstallerSettings.model_json_schema(by_alias=True, mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://gpushare.io/schemas/installer-settings.schema.json"
+    # Profile-dependent defaults are filled before validation, so these may be omitted from a document.
+    schema["required"] = [
+        r
+        for r in schema.get("required", [])
+        if r not in {"gpuMemoryUnit", "scheduler", "extender", "devicePlugin", "cgpu"}
+    ]
+    for name in ("SchedulerSettings", "ExtenderSettings", "DevicePluginSettings", "CgpuSettings"):
+        definition = schema["$defs"][name]
+        definition["required"] = [r for r in definition.get("required", []) if r not in {"image", "mode"}]
+    return schema
