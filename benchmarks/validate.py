@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import yaml
 
 from gpushare.kube.documents import read_documents
-from gpushare.policy.engine import Context
+from gpushare.policy.engine import ClusterFacts
 from gpushare.policy.validate import validate
 
 
@@ -87,7 +87,7 @@ def main() -> int:
     started = time.perf_counter()
     sources = read_documents("bench.yaml", text)
     parsed = time.perf_counter()
-    report = validate(sources, Context(kube_version="1.26.3", cgpu_version="1.5.10", driver_version="535.161.08"))
+    report = validate(sources, ClusterFacts(kube_version="1.26.3", cgpu_version="1.5.10", driver_version="535.161.08"))
     done = time.perf_counter()
     print(f"objects: {len(sources)} ({args.objects} workloads, 100 nodes, 1 settings document)")
     print(f"findings: {len(report.findings)} ({report.errors} errors, {report.warnings} warnings)")

@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpushare import __version__
+from gpushare.domain import cgpu, kinds
+from gpushare.domain.labels import PLACEMENTS
+from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import GpushareError
 from gpushare.generate.render import FORMATS, render
 from gpushare.settings.options import OPTIONS
@@ -83,21 +86,21 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
     )
     p.add_argument(
         "--placement",
-        choices=("binpack", "spread"),
+        choices=PLACEMENTS,
         default="binpack",
         help="default node and GPU placement (a node's ack.node.gpu.placement label wins for its GPUs)",
     )
     p.add_argument(
         "--gpu-memory-unit",
-        choices=("1GiB", "128MiB", "GiB", "MiB"),
+        choices=tuple(MIB_PER_UNIT),
         help="unit the objects' aliyun.com/gpu-mem numbers are in (default 1GiB)",
     )
     p.add_argument(
         "--cgpu-max-pods-per-gpu",
         type=int,
-        default=16,
+        default=cgpu.MAX_PODS_PER_GPU,
         metavar="N",
-        help="pods per GPU on cgpu nodes (16 per ACK's 128MiB notes)",
+        help=f"pods per GPU on cgpu nodes (default {cgpu.MAX_PODS_PER_GPU}, ACK's 128MiB notes)",
     )
     p.add_argument("-o", "--output", choices=("table", "json", "inspect"), default="table", help="output form")
     if workloads:
@@ -197,8 +200,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
         sys.stdout.write(rendered.files["manifests.yaml"])
     if args.json:
         summary = {
-            "apiVersion": "gpushare.io/v1alpha1",
-            "kind": "RenderResult",
+            "apiVersion": kinds.API_VERSION,
+            "kind": kinds.RENDER_RESULT,
             "format": rendered.format,
             "output": None if to_stdout else output,
             "files": sorted(rendered.files),
@@ -259,11 +262,11 @@ def _print_report(report: Any, args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from gpushare.policy.engine import Context
+    from gpushare.policy.engine import ClusterFacts
     from gpushare.policy.validate import read_inputs, validate
 
     sources = read_inputs(args.paths)
-    return _print_report(validate(sources, Context(**_facts(args))), args)  # type: ignore[arg-type]
+    return _print_report(validate(sources, ClusterFacts(**_facts(args))), args)  # type: ignore[arg-type]
 
 
 def _cmd_preflight(args: argparse.Namespace) -> int:
@@ -285,7 +288,7 @@ def _cmd_rules(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(
             json.dumps(
-                {"apiVersion": "gpushare.io/v1alpha1", "kind": "RuleList", "rules": [rule_dict(r) for r in RULES]},
+                {"apiVersion": kinds.API_VERSION, "kind": kinds.RULE_LIST, "rules": [rule_dict(r) for r in RULES]},
                 indent=2,
             )
         )

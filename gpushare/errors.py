@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+#: How much of a value a message quotes: enough to recognise it, never a whole file.
+QUOTE_LIMIT = 120
+
+
+def shown(value: Any) -> str:
+    """A value as a message quotes it: `unset` for None, repr otherwise, cut to QUOTE_LIMIT characters."""
+    if value is None:
+        return "unset"
+    text = repr(value)
+    return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 3] + "..."
+
 
 class GpushareError(Exception):
     """Base of every error the library raises on purpose."""
@@ -18,4 +29,4 @@ class InputError(GpushareError):
         self.allowed = allowed
         self.where = where
         prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}{field}: {value!r} is not allowed; expected {allowed}")
+        super().__init__(f"{prefix}{field}: {shown(value)} is not allowed; expected {allowed}")

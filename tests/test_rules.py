@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 from gpushare import render
 from gpushare.cli import main
 from gpushare.errors import InputError
-from gpushare.policy.engine import Context
+from gpushare.policy.engine import ClusterFacts
 from gpushare.policy.rules import RULES
 from gpushare.policy.validate import validate
 
@@ -136,7 +136,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
 
 
 def fired(objects: list[dict[str, Any]], flags: dict[str, str], extra: dict[str, Any] | None = None) -> set[str]:
-    return {f.rule.id for f in validate(objects, Context(**flags, extra=extra or {})).findings}
+    return {f.rule.id for f in validate(objects, ClusterFacts(**flags, extra=extra or {})).findings}
 
 
 def test_every_rule_has_a_case() -> None:

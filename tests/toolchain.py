@@ -2,7 +2,8 @@
 
 Each tool is a Go module under tests/e2e/tools/<name>/ whose go.mod pins the version; the build is
 an ordinary `go build` of that module's tool package, cached as <cache>/gpushare/bin/<name>-<version>
-so a second run costs nothing. `python tests/toolchain.py build [NAME...]` builds them all.
+so a second run costs nothing. `python tests/toolchain.py build [NAME...]` builds them (default: helm, etcd and the
+control planes of the selected end-to-end minors); the tests only use what was built.
 """
 
 from __future__ import annotations
@@ -35,16 +36,42 @@ class ToolUnavailable(RuntimeError):
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+#: End-to-end minors by default: one per scheduler configuration API. `GPUSHARE_E2E_MINORS` (`1.20,1.28` or `all`)
+#: selects others; tox, `.ci/run` and the e2e tests all read them here.
+DEFAULT_E2E_MINORS = (20, 22, 24, 28)
+
+
+def selected_minors() -> list[int]:
+    """The minors the end-to-end tests run on; a minor the product does not know is a usage error."""
+    known = sorted(kubernetes_patches())
+    raw = os.environ.get("GPUSHARE_E2E_MINORS", "").strip()
+    if not raw:
+        return list(DEFAULT_E2E_MINORS)
+    if raw == "all":
+        return known
+    minors = []
+    for word in raw.split(","):
+        try:
+            minor = int(word.strip().split(".")[-1])
+        except ValueError:
+            minor = -1
+        if minor not in known:
+            raise ValueError(f"GPUSHARE_E2E_MINORS: {word.strip()!r} is not one of 1.{known[0]}-1.{known[-1]}")
+        minors.append(minor)
+    return minors
+
+
 def need_tool(tool: Tool) -> Path:
-    """For tests: the built tool; without Go the test skips saying what to install, but under CI=true it fails."""
+    """For tests: the tool built beforehand by `python tests/toolchain.py build` (tox and .ci/run do it); a test
+    never starts a Go build itself. Missing, the test skips saying how to build it; under CI=true it fails."""
     import pytest
 
-    try:
-        return tool.ensure()
-    except ToolUnavailable as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true but {exc}")
-        pytest.skip(str(exc))
+    if tool.path.exists():
+        return tool.path
+    message = f"{tool.name} {tool.version} is not built: run `python tests/toolchain.py build` (needs Go)"
+    if IN_CI:
+        pytest.fail(f"CI=true but {message}")
+    pytest.skip(message)
 
 
 @dataclass(frozen=True)
@@ -113,16 +140,21 @@ HELM = Tool("helm", "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm")
 ETCD = Tool("etcd", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3")
 
 
-def kubernetes_release(minor: int) -> str:
-    """The pinned k8s.io/kubernetes release of a minor: its newest patch, read from LATEST_PATCH in
-    gpushare/domain/versions.py as a literal (so building the tools needs nothing but the standard library)."""
+def kubernetes_patches() -> dict[int, int]:
+    """LATEST_PATCH of gpushare/domain/versions.py, read as a literal (so building the tools needs nothing but the
+    standard library): the newest patch of each minor, the release the tests build."""
     import ast
 
     source = (TOOLS_DIR.parents[2] / "gpushare" / "domain" / "versions.py").read_text()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "LATEST_PATCH" and node.value:
-            return f"v1.{minor}.{ast.literal_eval(node.value)[minor]}"
+            return dict(ast.literal_eval(node.value))
     raise ToolUnavailable("gpushare/domain/versions.py has no LATEST_PATCH table")
+
+
+def kubernetes_release(minor: int) -> str:
+    """The pinned k8s.io/kubernetes release of a minor."""
+    return f"v1.{minor}.{kubernetes_patches()[minor]}"
 
 
 def kube(program: str, minor: int) -> Tool:
@@ -327,10 +359,14 @@ def main(argv: list[str]) -> int:
         for version in argv[1:]:
             print(pin_kubernetes(version))
         return 0
+    if argv[:1] == ["minors"]:
+        print(" ".join(f"1.{m}" for m in selected_minors()))
+        return 0
     if not argv or argv[0] != "build":
-        print("usage: python tests/toolchain.py build [NAME...] | pin-kubernetes vX.Y.Z...", file=sys.stderr)
+        print("usage: python tests/toolchain.py build [NAME...] | minors | pin-kubernetes vX.Y.Z...", file=sys.stderr)
         return 2
-    names = argv[1:] or list(TOOLS)
+    # default: helm, etcd and the control plane of every selected end-to-end minor
+    names = argv[1:] or [*TOOLS, *(f"1.{m}" for m in selected_minors())]
     for name in names:
         # a minor (1.X) names its control plane
         tools = list(control_plane_tools(int(name.split(".")[1])).values()) if name.startswith("1.") else [TOOLS[name]]

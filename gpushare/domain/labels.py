@@ -5,6 +5,8 @@ Every module that names one of these imports it from here.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 GPU_MEM = "aliyun.com/gpu-mem"
 GPU_COUNT = "aliyun.com/gpu-count"
 GPU_CORE = "aliyun.com/gpu-core.percentage"
@@ -12,7 +14,6 @@ GPU_CORE = "aliyun.com/gpu-core.percentage"
 SCHEDULE_LABEL = "ack.node.gpu.schedule"
 PLACEMENT_LABEL = "ack.node.gpu.placement"
 OPEN_SOURCE_NODE_LABEL = ("gpushare", "true")
-CGPU_DISABLE_LABEL = ("cgpu.disable.isolation", "true")
 
 #: Node modes of `ack.node.gpu.schedule`, and which of them take shared-GPU pods.
 SHARED_MODES: tuple[str, ...] = ("share", "cgpu", "core_mem")
@@ -20,13 +21,11 @@ OTHER_MODES: tuple[str, ...] = ("default", "mps", "topology", "mig")
 #: Modes whose nodes need the cGPU kernel module.
 ISOLATED_MODES: tuple[str, ...] = ("cgpu", "core_mem")
 
-PLACEMENTS: tuple[str, ...] = ("binpack", "spread")
+#: `ack.node.gpu.placement`: binpack fills one GPU before the next (the default), spread takes the emptiest.
+Placement = Literal["binpack", "spread"]
+PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
 
 # Annotations the extender writes on bind and the device plugin reads (upstream-extender, -plugin).
 ANN_IDX = "ALIYUN_COM_GPU_MEM_IDX"
-ANN_POD = "ALIYUN_COM_GPU_MEM_POD"
-ANN_DEV = "ALIYUN_COM_GPU_MEM_DEV"
-ANN_ASSIGNED = "ALIYUN_COM_GPU_MEM_ASSIGNED"
-ANN_ASSUME_TIME = "ALIYUN_COM_GPU_MEM_ASSUME_TIME"
 
 UNHEALTHY_CONFIGMAP_PREFIX = "unhealthy-gpu-"

@@ -15,7 +15,6 @@ OPEN_SOURCE: Final = "open-source"
 MANAGED = "managed"
 SECONDARY = "secondary"
 CONTROL_PLANE = "control-plane"
-SCHEDULER_MODES: tuple[str, ...] = (MANAGED, SECONDARY, CONTROL_PLANE)
 
 
 @dataclass(frozen=True)
@@ -26,8 +25,6 @@ class Profile:
     scheduler_modes: tuple[str, ...]
     default_scheduler_mode: str
     compute_allocation: bool
-    #: Device plugin `--memory-unit` flag value for each memory unit.
-    plugin_unit_flag: dict[str, str]
 
 
 PROFILES: dict[str, Profile] = {
@@ -38,7 +35,6 @@ PROFILES: dict[str, Profile] = {
         scheduler_modes=(MANAGED, SECONDARY, CONTROL_PLANE),
         default_scheduler_mode=MANAGED,
         compute_allocation=True,
-        plugin_unit_flag={"1GiB": "1GiB", "128MiB": "128MiB"},
     ),
     OPEN_SOURCE: Profile(
         name=OPEN_SOURCE,
@@ -47,10 +43,18 @@ PROFILES: dict[str, Profile] = {
         scheduler_modes=(SECONDARY, CONTROL_PLANE),
         default_scheduler_mode=SECONDARY,
         compute_allocation=False,
-        plugin_unit_flag={"GiB": "GiB", "MiB": "MiB"},
     ),
 }
-ALL_UNITS: tuple[str, ...] = tuple(u for p in PROFILES.values() for u in p.memory_units)
+#: MiB in one unit of aliyun.com/gpu-mem, for every unit of every profile (seed 000; upstream-plugin).
+MIB_PER_UNIT: dict[str, int] = {"1GiB": 1024, "128MiB": 128, "GiB": 1024, "MiB": 1}
+assert set(MIB_PER_UNIT) == {u for p in PROFILES.values() for u in p.memory_units}
+
+#: Compute allocation's minimums (seed 002): Kubernetes, the ack-ai-installer chart, cGPU.
+MIN_KUBE_COMPUTE = "1.20"
+MIN_CHART_COMPUTE = "1.2.0"
+MIN_CGPU_COMPUTE = "1.0.5"
+#: 128 MiB units need ACK Pro at least this version (seed 000).
+MIN_ACK_SMALL_UNIT = "1.18.8"
 
 #: Regions where ACK offers compute-power allocation (seed 002).
 COMPUTE_REGIONS: tuple[str, ...] = (
@@ -78,14 +82,4 @@ ACK_MIN_SCHEDULER_FOR_COMPUTE: dict[int, str] = {
     24: "1.24.3-ack-2.0",
     26: "v1.26.3-aliyun-4.1-a520c096",
     28: "1.28.1-aliyun-5.6-998282b9",
-}
-
-#: cGPU scheduling policies written to /proc/cgpu_km/<gpu>/policy (seed 004).
-CGPU_POLICIES: dict[int, str] = {
-    0: "average",
-    1: "preemptive",
-    2: "weighted preemptive",
-    3: "fixed",
-    4: "weak",
-    5: "native (memory isolation only)",
 }

@@ -84,11 +84,6 @@ def is_deprecated(api: str, minor: int) -> bool:
     return minor >= _DEPRECATED_FROM.get(api, 10**6)
 
 
-def minors_serving(api: str) -> tuple[int, ...]:
-    low, high = _SERVED[api]
-    return tuple(m for m in MINORS if low <= m <= high)
-
-
 def choose_api(requested: str, minor: int, field: str = "scheduler.configApi") -> str:
     """Resolve `auto` to the default API and refuse an API the minor does not serve."""
     if requested == "auto":

@@ -12,7 +12,7 @@ from typing import Any
 
 from gpushare.domain import profiles, versions
 from gpushare.errors import InputError
-from gpushare.policy import engine as rules
+from gpushare.policy.validate import enforce
 from gpushare.settings.model import load_settings
 
 
@@ -42,7 +42,7 @@ def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict
                         except InputError:
                             continue
                         try:
-                            rules.enforce(settings)
+                            enforce(settings)
                         except InputError:
                             continue
                         yield document

@@ -8,6 +8,7 @@ from __future__ import annotations
 import jinja2
 
 from gpushare.domain import labels
+from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.settings.model import InstallerSettings
 
 # Jinja with [[ ]] delimiters, so Helm's {{ }} can pass through into NOTES.txt untouched.
@@ -64,11 +65,19 @@ Requires [[ what ]]: [[ value ]].
 """
 )
 
-_EXAMPLE = {"1GiB": (2, "2 GiB"), "GiB": (2, "2 GiB"), "128MiB": (16, "16 x 128 MiB = 2 GiB"), "MiB": (2048, "2 GiB")}
+#: The example request in the notes: 2 GiB, in the settings' unit.
+EXAMPLE_MIB = 2048
+
+
+def example(unit: str) -> tuple[int, str]:
+    """(units, what they mean) for the example request."""
+    units = EXAMPLE_MIB // MIB_PER_UNIT[unit]
+    size = f"{EXAMPLE_MIB // 1024} GiB"
+    return units, size if MIB_PER_UNIT[unit] in (1, 1024) else f"{units} x {unit.replace('MiB', ' MiB')} = {size}"
 
 
 def notes(settings: InstallerSettings, requirements: dict[str, str] | None = None) -> str:
-    units, meaning = _EXAMPLE[settings.gpu_memory_unit]
+    units, meaning = example(settings.gpu_memory_unit)
     return (
         _TEXT.render(
             profile=settings.profile,

@@ -15,7 +15,8 @@ from gpushare.generate.notes import notes
 from gpushare.generate.output import write_file, write_tree
 from gpushare.generate.stack import Stack
 from gpushare.generate.template import dump_all
-from gpushare.policy import engine as rules
+from gpushare.policy.engine import Finding
+from gpushare.policy.validate import enforce
 from gpushare.settings.load import build_settings
 from gpushare.settings.model import InstallerSettings
 
@@ -31,7 +32,7 @@ class Rendered:
     settings: InstallerSettings
     files: dict[str, str]
     objects: list[dict[str, Any]]
-    warnings: list[rules.Finding]
+    warnings: list[Finding]
     notes: str
     #: What the cluster must already run (e.g. ACK's scheduler version for compute allocation).
     requirements: dict[str, str]
@@ -66,7 +67,7 @@ def render(
     if format not in FORMATS:
         raise InputError("--format", format, "chart or manifests")
     model = build_settings(settings, config=config, **options)
-    warnings = [f for f in rules.enforce(model) if f.rule.severity == "warning"]
+    warnings = [f for f in enforce(model) if f.rule.severity == "warning"]
     stack = Stack(model)
     if model.scheduler.mode != profiles.MANAGED and model.version is None and format == "manifests":
         raise InputError(

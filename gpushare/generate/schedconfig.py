@@ -12,7 +12,7 @@ from typing import Any
 from gpushare.domain import labels
 from gpushare.domain.versions import CONFIG_GROUP, POLICY
 from gpushare.generate.template import Expr, dump
-from gpushare.generate.values import Context
+from gpushare.generate.values import ChartValues
 
 #: Where the secondary scheduler's pod mounts its ConfigMap, and the file names in it.
 CONFIG_DIR = "/etc/gpushare"
@@ -29,7 +29,7 @@ def file_kind(api: str) -> str:
     return "json" if api == POLICY else "yaml"
 
 
-def extender_url(ctx: Context) -> Expr:
+def extender_url(ctx: ChartValues) -> Expr:
     port = ctx.v("extender.port")
     return Expr(
         'printf "http://127.0.0.1:%v/gpushare-scheduler" .Values.extender.port',
@@ -37,7 +37,7 @@ def extender_url(ctx: Context) -> Expr:
     )
 
 
-def extender_stanza(ctx: Context, api: str) -> dict[str, Any]:
+def extender_stanza(ctx: ChartValues, api: str) -> dict[str, Any]:
     seconds = ctx.v("extender.httpTimeoutSeconds")
     policy = api == POLICY
     timeout = (
@@ -74,7 +74,7 @@ POLICY_PRIORITIES_1_22 = [
 ]
 
 
-def configuration(ctx: Context, api: str, control_plane: bool, minor: int | None = None) -> dict[str, Any]:
+def configuration(ctx: ChartValues, api: str, control_plane: bool, minor: int | None = None) -> dict[str, Any]:
     """The configuration document for `api`; a secondary scheduler gets its own name and lease."""
     if api == POLICY:
         policy: dict[str, Any] = {"kind": "Policy", "apiVersion": "v1"}

@@ -14,7 +14,7 @@ from gpushare.domain import profiles, versions
 from gpushare.generate import schedconfig
 from gpushare.generate.components import cgpu, device_plugin, scheduler
 from gpushare.generate.template import resolve, text_of
-from gpushare.generate.values import Context
+from gpushare.generate.values import ChartValues
 from gpushare.settings.model import InstallerSettings
 
 
@@ -31,10 +31,10 @@ class SchedulerConfig:
 @dataclass
 class Stack:
     settings: InstallerSettings
-    ctx: Context = field(init=False)
+    ctx: ChartValues = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ctx = Context(self.settings)
+        self.ctx = ChartValues(self.settings)
 
     @property
     def mode(self) -> str:

@@ -51,7 +51,7 @@ def chart_values(settings: InstallerSettings) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Context:
+class ChartValues:
     settings: InstallerSettings
 
     @cached_property

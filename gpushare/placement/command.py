@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from gpushare.domain import kinds
+from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_paths
 from gpushare.placement import compare as comparing
-from gpushare.placement.inputs import UNIT_MIB, build
+from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
 from gpushare.placement.plot import write_plot
 from gpushare.placement.report import inspect_text, summary, to_dict, to_text
@@ -66,8 +68,8 @@ def _inputs(req: PlaceRequest) -> tuple[list[Source], list[Source], list[Source]
 
 def place_command(req: PlaceRequest, out: TextIO) -> int:
     """Run, print in the chosen form; exit 1 when any pod was invalid."""
-    if req.input_unit is not None and req.input_unit not in UNIT_MIB:
-        raise InputError("--gpu-memory-unit", req.input_unit, f"one of {', '.join(UNIT_MIB)}")
+    if req.input_unit is not None and req.input_unit not in MIB_PER_UNIT:
+        raise InputError("--gpu-memory-unit", req.input_unit, f"one of {', '.join(MIB_PER_UNIT)}")
     specs = comparing.parse(req.compare)
     nodes, existing, workloads = _inputs(req)
     order = read_node_order(req.node_order) if req.node_order else None
@@ -100,8 +102,8 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
 def _print_comparison(rows: list[tuple[str, Semantics, Any]], output: str, out: TextIO) -> None:
     if output == "json":
         doc = {
-            "apiVersion": "gpushare.io/v1alpha1",
-            "kind": "PlacementComparison",
+            "apiVersion": kinds.API_VERSION,
+            "kind": kinds.PLACEMENT_COMPARISON,
             "variants": [
                 {"variant": name, "semantics": to_dict(r)["semantics"], "summary": summary(r)} for name, _, r in rows
             ],

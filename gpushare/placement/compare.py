@@ -6,15 +6,16 @@ import itertools
 from dataclasses import replace
 from typing import Any
 
+from gpushare.domain.labels import PLACEMENTS
+from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import InputError
-from gpushare.placement.inputs import UNIT_MIB
 from gpushare.placement.model import Semantics
 
 #: compare key -> (Semantics field, allowed values)
 KEYS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "placement": ("placement", ("binpack", "spread")),
+    "placement": ("placement", PLACEMENTS),
     "semantics": ("name", ("ack", "upstream")),
-    "gpu-memory-unit": ("gpu_memory_unit", tuple(UNIT_MIB)),
+    "gpu-memory-unit": ("gpu_memory_unit", tuple(MIB_PER_UNIT)),
 }
 
 

@@ -127,7 +127,6 @@ class NodeClass:
         self.kind = kind
         self.static_by_node = static_by_node
         self.members = members
-        self.ids = {n.id for n in members}
         self.static = static
         self.indexes: dict[tuple[int, int, int], CapacityIndex] = {}
 

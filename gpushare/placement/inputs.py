@@ -15,13 +15,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpushare.domain import labels
+from gpushare.domain.labels import Placement
+from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.quantity import QuantityError, count, milli, whole
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source
 from gpushare.placement import plugins
-from gpushare.placement.model import Gpu, Node, Placement, Pod, Requirement, Semantics, Taint, Toleration
+from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
 
-UNIT_MIB = {"1GiB": 1024, "GiB": 1024, "128MiB": 128, "MiB": 1}
 CONTROLLERS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet")
 
 
@@ -300,7 +301,7 @@ def _unhealthy(sources: Iterable[Source]) -> dict[str, set[int]]:
 
 def unit_ratio(input_unit: str, semantics: Semantics) -> tuple[int, int]:
     """(MiB per input unit, MiB per simulated unit): requests round up, GPU capacity rounds down."""
-    return UNIT_MIB[input_unit], UNIT_MIB[semantics.gpu_memory_unit]
+    return MIB_PER_UNIT[input_unit], MIB_PER_UNIT[semantics.gpu_memory_unit]
 
 
 def build(

@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gpushare.domain import cgpu
+from gpushare.domain.labels import Placement
+
 SemanticsName = Literal["upstream", "ack"]
-Placement = Literal["binpack", "spread"]
 
 
 @dataclass(frozen=True)
@@ -20,7 +22,7 @@ class Semantics:
     name: SemanticsName = "ack"
     placement: Placement = "binpack"  # default node choice, and GPU choice where no node label says otherwise
     gpu_memory_unit: str = "1GiB"
-    cgpu_max_pods_per_gpu: int = 16
+    cgpu_max_pods_per_gpu: int = cgpu.MAX_PODS_PER_GPU
 
 
 @dataclass

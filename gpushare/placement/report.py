@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare.placement.inputs import UNIT_MIB
+from gpushare.domain import kinds
+from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.placement.model import Node
 from gpushare.placement.result import Pending, PlacementResult
-
-API_VERSION = "gpushare.io/v1alpha1"
-KIND = "PlacementReport"
 
 
 def fragmentation(result: PlacementResult) -> int:
@@ -40,8 +38,8 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
     """The versioned JSON document (schemas/placement-report.schema.json)."""
     sem = result.semantics
     return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
+        "apiVersion": kinds.API_VERSION,
+        "kind": kinds.PLACEMENT_REPORT,
         "semantics": {
             "name": sem.name,
             "placement": sem.placement,
@@ -142,7 +140,7 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
 def inspect_text(result: PlacementResult) -> str:
     """`kubectl inspect gpushare`'s summary: per node each GPU's allocated/total, then the cluster total."""
     unit = result.semantics.gpu_memory_unit
-    label = "GiB" if UNIT_MIB[unit] == 1024 else unit
+    label = "GiB" if MIB_PER_UNIT[unit] == 1024 else unit
     nodes = [n for n in result.nodes if n.gpus]
     width = max((len(n.gpus) for n in nodes), default=1)
     header = ["NAME", "IPADDRESS"] + [f"GPU{i}(Allocated/Total)" for i in range(width)] + [f"GPU Memory({label})"]

@@ -4,7 +4,7 @@ A rule is an entry: a stable ID, a severity, what it applies to (the installer s
 pod template, a Node, or the cluster's facts), how to fix it and where the rule comes from. Its
 `check` returns the offending (field, value, allowed) triples; the engine turns them into findings.
 `gpushare render` refuses error findings on its settings, `gpushare validate` and `gpushare preflight`
-report them all: one set of entries (`gpushare.ruleset`), one voice.
+report them all: one set of entries (`gpushare.policy.rules`), one voice.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gpushare.errors import InputError
+from gpushare.errors import shown
 from gpushare.settings.model import InstallerSettings
 
 Severity = Literal["error", "warning"]
@@ -22,7 +22,7 @@ Offence = tuple[str, Any, str]
 
 
 @dataclass(frozen=True)
-class Context:
+class ClusterFacts:
     """What is known about the cluster: flags, a live read, and the other objects being validated."""
 
     region: str | None = None
@@ -46,7 +46,7 @@ class Rule:
     summary: str
     remediation: str
     source: str
-    check: Callable[[Any, Context], Iterable[Offence]]
+    check: Callable[[Any, ClusterFacts], Iterable[Offence]]
 
 
 @dataclass(frozen=True)
@@ -70,35 +70,25 @@ class Finding:
 
     @property
     def message(self) -> str:
-        return f"{self.field}: {self.value!r} is not allowed; expected {self.allowed} [{self.rule.id}]"
+        """An error refuses the value; a warning accepts it and says what is advised."""
+        if self.rule.severity == "error":
+            return f"{self.field}: {shown(self.value)} is not allowed; expected {self.allowed} [{self.rule.id}]"
+        return f"{self.field}: {shown(self.value)} is accepted; advised: {self.allowed} [{self.rule.id}]"
 
 
-def evaluate_one(target: Any, ctx: Context, rules: Iterable[Rule], subject: Subject | None = None) -> list[Finding]:
+def evaluate_one(
+    target: Any, facts: ClusterFacts, rules: Iterable[Rule], subject: Subject | None = None
+) -> list[Finding]:
     name, where = (subject.name, subject.where) if subject else ("", "")
-    return [Finding(rule, *offence, name, where) for rule in rules for offence in rule.check(target, ctx)]
+    return [Finding(rule, *offence, name, where) for rule in rules for offence in rule.check(target, facts)]
 
 
-def evaluate(subjects: Iterable[Subject], ctx: Context, rules: Iterable[Rule] | None = None) -> list[Finding]:
+def evaluate(subjects: Iterable[Subject], facts: ClusterFacts, rules: Iterable[Rule]) -> list[Finding]:
     """Every finding of every rule on every subject of its target kind, in subject then rule order."""
-    from gpushare.policy.rules import RULES
-
     by_target: dict[str, list[Rule]] = {}
-    for rule in RULES if rules is None else rules:
+    for rule in rules:
         by_target.setdefault(rule.target, []).append(rule)
     findings: list[Finding] = []
     for subject in subjects:
-        findings += evaluate_one(subject.obj, ctx, by_target.get(subject.target, ()), subject)
-    return findings
-
-
-def enforce(settings: InstallerSettings, where: str | None = None) -> list[Finding]:
-    """The settings rules on the generator's settings: raise the first error as an InputError, return warnings."""
-    from gpushare.policy.rules import RULES
-
-    version = settings.version
-    ctx = Context(region=settings.region, kube_version=version.full if version else None, settings=settings)
-    findings = evaluate_one(settings, ctx, [r for r in RULES if r.target == "settings"])
-    for finding in findings:
-        if finding.rule.severity == "error":
-            raise InputError(finding.field, finding.value, f"{finding.allowed} [{finding.rule.id}]", where)
+        findings += evaluate_one(subject.obj, facts, by_target.get(subject.target, ()), subject)
     return findings

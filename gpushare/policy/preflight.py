@@ -14,12 +14,12 @@ from typing import Any
 from gpushare.domain import labels
 from gpushare.kube.cluster import ClusterError
 from gpushare.kube.documents import Source
-from gpushare.policy.engine import Context
+from gpushare.policy.engine import ClusterFacts
 from gpushare.policy.validate import Report, validate
 
 
 @dataclass
-class ClusterFacts:
+class ClusterReading:
     version: str
     nodes: list[dict[str, Any]]
     gpu_pods: list[str]
@@ -29,7 +29,7 @@ class ClusterFacts:
     notes: list[str] = field(default_factory=list)
 
 
-def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterFacts:
+def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterReading:
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
@@ -74,14 +74,14 @@ def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterFac
     except ApiException as exc:
         notes.append(f"could not read DaemonSets in kube-system ({exc.status}): the installed unit is unknown")
     regions = {n["metadata"].get("labels", {}).get("topology.kubernetes.io/region") for n in nodes} - {None}
-    return ClusterFacts(version, nodes, holding, current, scheduler, sorted(regions)[0] if regions else None, notes)
+    return ClusterReading(version, nodes, holding, current, scheduler, sorted(regions)[0] if regions else None, notes)
 
 
 def preflight(
-    settings_doc: dict[str, Any], facts: ClusterFacts, where: str = "settings", **flags: str | None
+    settings_doc: dict[str, Any], facts: ClusterReading, where: str = "settings", **flags: str | None
 ) -> Report:
     """The rules over the settings and the cluster as read, with flags filling in what the cluster cannot say."""
-    ctx = Context(
+    ctx = ClusterFacts(
         kube_version=facts.version,
         region=flags.get("region") or facts.region,
         scheduler_version=flags.get("scheduler_version") or facts.scheduler,

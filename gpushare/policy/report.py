@@ -7,10 +7,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpushare import __version__
+from gpushare.domain import kinds
 from gpushare.policy.engine import Finding, Rule
 from gpushare.policy.validate import Report
-
-API_VERSION = "gpushare.io/v1alpha1"
 
 
 def to_text(report: Report) -> str:
@@ -47,8 +46,8 @@ def finding_dict(f: Finding) -> dict[str, Any]:
 def to_dict(report: Report) -> dict[str, Any]:
     """kind ValidationReport (schemas/validation-report.schema.json)."""
     return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidationReport",
+        "apiVersion": kinds.API_VERSION,
+        "kind": kinds.VALIDATION_REPORT,
         "summary": {
             "objects": report.objects,
             "errors": report.errors,

@@ -14,10 +14,12 @@ from typing import Any, TextIO
 from gpushare.domain.versions import parse_kube_version
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_paths
-from gpushare.policy.engine import Context, Finding, Subject, evaluate
+from gpushare.policy.engine import ClusterFacts, Finding, Subject, evaluate, evaluate_one
+from gpushare.policy.rules import RULES
+from gpushare.policy.rules.settings import DOCUMENT_RULE
 from gpushare.policy.views import node_view, pod_view
 from gpushare.settings.model import KIND as SETTINGS_KIND
-from gpushare.settings.model import load_settings
+from gpushare.settings.model import InstallerSettings, load_settings
 
 
 @dataclass
@@ -42,8 +44,6 @@ class Report:
 
 def _settings_subject(src: Source) -> tuple[Subject | None, Finding | None]:
     """A settings document; one that does not load is itself an error finding (GS100)."""
-    from gpushare.policy.rules.settings import DOCUMENT_RULE
-
     try:
         model = load_settings(src.obj)
     except InputError as exc:
@@ -77,11 +77,11 @@ def subjects_of(sources: Iterable[Source]) -> tuple[list[Subject], list[Finding]
     return subjects, findings, ignored
 
 
-def validate(objects: Iterable[dict[str, Any] | Source], context: Context | None = None) -> Report:
+def validate(objects: Iterable[dict[str, Any] | Source], context: ClusterFacts | None = None) -> Report:
     """Run every rule on the objects (dicts as `yaml.safe_load` gives them, or Sources with file:line)."""
     sources = [o if isinstance(o, Source) else Source(o, f"object[{i}]") for i, o in enumerate(objects)]
     subjects, findings, ignored = subjects_of(sources)
-    ctx = context or Context()
+    ctx = context or ClusterFacts()
     settings = next((s.obj for s in subjects if s.target == "settings"), None)
     if ctx.kube_version is not None:
         try:
@@ -104,7 +104,7 @@ def validate(objects: Iterable[dict[str, Any] | Source], context: Context | None
         workloads=[s.obj for s in subjects if s.target == "workload"],
     )
     subjects.append(Subject("cluster", "cluster", "flags", ctx))
-    findings += evaluate(subjects, ctx)
+    findings += evaluate(subjects, ctx, RULES)
     return Report(findings, len(sources), ignored)
 
 
@@ -112,4 +112,15 @@ def read_inputs(paths: list[str], stdin: TextIO | None = None) -> list[Source]:
     return read_paths(paths, stdin or sys.stdin)
 
 
-__all__ = ["Report", "read_inputs", "validate"]
+def enforce(settings: InstallerSettings, where: str | None = None) -> list[Finding]:
+    """The settings rules on the generator's settings: raise the first error as an InputError, return warnings."""
+    version = settings.version
+    facts = ClusterFacts(region=settings.region, kube_version=version.full if version else None, settings=settings)
+    findings = evaluate_one(settings, facts, [r for r in RULES if r.target == "settings"])
+    for finding in findings:
+        if finding.rule.severity == "error":
+            raise InputError(finding.field, finding.value, f"{finding.allowed} [{finding.rule.id}]", where)
+    return findings
+
+
+__all__ = ["Report", "enforce", "read_inputs", "validate"]

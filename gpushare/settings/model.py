@@ -14,12 +14,12 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from gpushare.domain import labels, profiles
+from gpushare.domain import cgpu, kinds, labels, profiles
 from gpushare.domain.versions import CONFIG_APIS, KubeVersion, parse_kube_version
 from gpushare.errors import InputError
 
-API_VERSION: Final = "gpushare.io/v1alpha1"
-KIND: Final = "InstallerSettings"
+API_VERSION: Final = kinds.API_VERSION
+KIND: Final = kinds.INSTALLER_SETTINGS
 IsolationMode = Literal["share", "cgpu", "core_mem"]
 
 
@@ -136,15 +136,16 @@ class CgpuSettings(Component):
         1,
         ge=0,
         le=5,
-        description="cGPU scheduling policy: 0 average, 1 preemptive, 2 weighted "
-        "preemptive, 3 fixed, 4 weak, 5 native (memory isolation only). One policy per cluster.",
+        description="cGPU scheduling policy: "
+        + ", ".join(f"{n} {name}" for n, name in cgpu.POLICIES.items())
+        + ". One policy per cluster.",
     )
 
 
 class InstallerSettings(_Model):
     """Everything `gpushare render` needs; `apiVersion`/`kind` version the document itself."""
 
-    api_version: Literal["gpushare.io/v1alpha1"] = Field(API_VERSION, description="Settings document version.")
+    api_version: kinds.ApiVersion = Field(API_VERSION, description="Settings document version.")
     kind: Literal["InstallerSettings"] = Field(KIND, description="Settings document kind.")
     kubernetes_version: str | None = Field(
         None,
@@ -166,7 +167,7 @@ class InstallerSettings(_Model):
         description="Node modes (ack.node.gpu.schedule) to serve: "
         "share (no isolation), cgpu (memory isolation), core_mem (memory and compute isolation).",
     )
-    placement: Literal["binpack", "spread"] = Field(
+    placement: labels.Placement = Field(
         "binpack", description="Default GPU placement; a node's ack.node.gpu.placement label overrides it."
     )
     compute_allocation: bool = Field(

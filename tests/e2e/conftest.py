@@ -1,13 +1,12 @@
 """End-to-end fixtures: a real control plane per Kubernetes minor.
 
-`GPUSHARE_E2E_MINORS` (comma-separated, e.g. `1.20,1.28`, or `all`) selects the minors; the default is
-one per scheduler configuration API: 1.20, 1.22, 1.24 and 1.28. Without Go the tests skip saying what
-to install; under CI=true that is a failure.
+`GPUSHARE_E2E_MINORS` (comma-separated, e.g. `1.20,1.28`, or `all`) selects the minors (tests/toolchain.py
+holds the default: one per scheduler configuration API). The programs are built beforehand by
+`python tests/toolchain.py build`; missing, the tests skip saying so, and under CI=true that is a failure.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -20,29 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cluster import ControlPlane
-from toolchain import (
-    control_plane_tools,
-    need_tool,
-)
-
-from gpushare.domain.versions import MINORS
-
-DEFAULT_MINORS = (20, 22, 24, 28)
-
-
-def selected_minors() -> list[int]:
-    raw = os.environ.get("GPUSHARE_E2E_MINORS", "").strip()
-    if not raw:
-        return list(DEFAULT_MINORS)
-    if raw == "all":
-        return list(MINORS)
-    minors = []
-    for word in raw.split(","):
-        minor = int(word.strip().split(".")[-1])
-        if minor not in MINORS:
-            raise pytest.UsageError(f"GPUSHARE_E2E_MINORS: 1.{minor} is not one of 1.20-1.28")
-        minors.append(minor)
-    return minors
+from toolchain import control_plane_tools, need_tool, selected_minors
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

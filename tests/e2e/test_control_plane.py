@@ -16,7 +16,7 @@ from gpushare.domain.versions import CONFIG_APIS, POLICY, POLICY_SCHEDULER_NAME_
 from gpushare.errors import InputError
 from gpushare.generate import schedconfig
 from gpushare.generate.template import text_of
-from gpushare.generate.values import Context
+from gpushare.generate.values import ChartValues
 from gpushare.settings.model import load_settings
 
 pytestmark = pytest.mark.e2e
@@ -73,7 +73,8 @@ def scheduler_args(cluster: ControlPlane, tmp_path: Path, api_name: str) -> list
     plane's), with a kubeconfig instead of the in-cluster config."""
     secondary = not (api_name == POLICY and cluster.minor > POLICY_SCHEDULER_NAME_UNTIL)
     settings = load_settings({"profile": "open-source", "scheduler": {"mode": "secondary"}})
-    config = schedconfig.configuration(Context(settings), api_name, control_plane=not secondary, minor=cluster.minor)
+    values = ChartValues(settings)
+    config = schedconfig.configuration(values, api_name, control_plane=not secondary, minor=cluster.minor)
     text, _ = text_of(config, schedconfig.serialise(api_name))
     if api_name == POLICY:
         path = tmp_path / "policy.json"

@@ -18,12 +18,12 @@ from gpushare.generate.components.common import (
     scheduling,
 )
 from gpushare.generate.template import Expr
-from gpushare.generate.values import Context
+from gpushare.generate.values import ChartValues
 
 NAME = "gpushare-cgpu-installer"
 
 
-def objects(ctx: Context) -> list[dict[str, Any]]:
+def objects(ctx: ChartValues) -> list[dict[str, Any]]:
     modes = ctx.settings.isolated_modes
     if not modes:
         return []

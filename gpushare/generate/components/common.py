@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare.generate.template import Expr
-from gpushare.generate.values import Context
+from gpushare.generate.values import ChartValues
 
 #: Hardening for containers that need no privilege at all.
 RESTRICTED = {
@@ -19,7 +19,7 @@ RESTRICTED = {
 }
 
 
-def container(ctx: Context, component: str, name: str, **fields: Any) -> dict[str, Any]:
+def container(ctx: ChartValues, component: str, name: str, **fields: Any) -> dict[str, Any]:
     """A container of `component`: image, pull policy and resources from its values, then `fields`."""
     return {
         "name": name,
@@ -30,7 +30,7 @@ def container(ctx: Context, component: str, name: str, **fields: Any) -> dict[st
     }
 
 
-def scheduling(ctx: Context, component: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+def scheduling(ctx: ChartValues, component: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
     """nodeSelector and tolerations of a pod: the component's values, with fixed labels winning."""
     user = ctx.v(f"{component}.nodeSelector")
     if node_selector:
@@ -45,7 +45,7 @@ def scheduling(ctx: Context, component: str, node_selector: dict[str, str] | Non
 
 
 def pod_template(
-    ctx: Context, component: str, spec: dict[str, Any], annotations: dict[str, Any] | None = None
+    ctx: ChartValues, component: str, spec: dict[str, Any], annotations: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {"labels": ctx.labels(component)}
     if annotations:
@@ -53,7 +53,7 @@ def pod_template(
     return {"metadata": metadata, "spec": spec}
 
 
-def deny_ingress(ctx: Context, name: str, component: str) -> dict[str, Any]:
+def deny_ingress(ctx: ChartValues, name: str, component: str) -> dict[str, Any]:
     """A NetworkPolicy that admits no ingress to the component's pods: none of them serves other pods."""
     return {
         "apiVersion": "networking.k8s.io/v1",

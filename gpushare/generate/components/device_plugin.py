@@ -15,7 +15,7 @@ from gpushare.generate.components.common import (
 )
 from gpushare.generate.components.rbac import DEVICE_PLUGIN_RULES, binding, cluster_role, service_account, subject_sa
 from gpushare.generate.template import Expr
-from gpushare.generate.values import Context
+from gpushare.generate.values import ChartValues
 
 NAME = "gpushare-device-plugin"
 KUBELET_DIR = "/var/lib/kubelet/device-plugins"
@@ -25,7 +25,7 @@ def daemonset_name(mode: str | None) -> str:
     return NAME if mode is None else f"{NAME}-{mode.replace('_', '-')}"
 
 
-def node_selectors(ctx: Context) -> dict[str | None, dict[str, str]]:
+def node_selectors(ctx: ChartValues) -> dict[str | None, dict[str, str]]:
     """Node mode -> the labels that pick its nodes (None: the single upstream DaemonSet)."""
     if ctx.settings.profile == profiles.OPEN_SOURCE:
         key, value = labels.OPEN_SOURCE_NODE_LABEL
@@ -33,7 +33,7 @@ def node_selectors(ctx: Context) -> dict[str | None, dict[str, str]]:
     return {mode: {labels.SCHEDULE_LABEL: mode} for mode in ctx.settings.isolation}
 
 
-def daemonset(ctx: Context, mode: str | None, selector: dict[str, str]) -> dict[str, Any]:
+def daemonset(ctx: ChartValues, mode: str | None, selector: dict[str, str]) -> dict[str, Any]:
     unit = ctx.v("gpuMemoryUnit")
     plugin = container(
         ctx,
@@ -80,7 +80,7 @@ def daemonset(ctx: Context, mode: str | None, selector: dict[str, str]) -> dict[
     }
 
 
-def objects(ctx: Context) -> list[dict[str, Any]]:
+def objects(ctx: ChartValues) -> list[dict[str, Any]]:
     return [
         service_account(ctx, NAME, "device-plugin"),
         cluster_role(ctx, NAME, "device-plugin", DEVICE_PLUGIN_RULES),

@@ -33,7 +33,7 @@ from gpushare.generate.components.rbac import (
     subject_user,
 )
 from gpushare.generate.template import Expr
-from gpushare.generate.values import Context
+from gpushare.generate.values import ChartValues
 
 EXTENDER = "gpushare-schd-extender"
 SCHEDULER = "gpushare-scheduler"
@@ -41,12 +41,12 @@ CONFIG_MAP = "gpushare-scheduler-config"
 SECURE_PORT = 10259
 
 
-def config_text(ctx: Context, text: str | None) -> Expr:
+def config_text(ctx: ChartValues, text: str | None) -> Expr:
     """The configuration file, from the `gpushare.schedulerConfig` helper the chart generator writes."""
     return Expr('include "gpushare.schedulerConfig" .', text or "", literal=True)
 
 
-def extender_container(ctx: Context, host_network: bool = False, **extra: Any) -> dict[str, Any]:
+def extender_container(ctx: ChartValues, host_network: bool = False, **extra: Any) -> dict[str, Any]:
     """The extender; in a host-network static pod its probe goes to the node's loopback."""
     port = ctx.v("extender.port")
     get: dict[str, Any] = {"path": "/version", "port": port, **({"host": "127.0.0.1"} if host_network else {})}
@@ -62,18 +62,18 @@ def extender_container(ctx: Context, host_network: bool = False, **extra: Any) -
     )
 
 
-def extender_rbac(ctx: Context, subjects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def extender_rbac(ctx: ChartValues, subjects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         cluster_role(ctx, EXTENDER, "extender", EXTENDER_RULES),
         binding(ctx, EXTENDER, "extender", "ClusterRole", EXTENDER, subjects),
     ]
 
 
-def control_plane_objects(ctx: Context) -> list[dict[str, Any]]:
+def control_plane_objects(ctx: ChartValues) -> list[dict[str, Any]]:
     return extender_rbac(ctx, [subject_user("system:kube-scheduler")])
 
 
-def secondary_objects(ctx: Context, api: str | None, text: str | None) -> list[dict[str, Any]]:
+def secondary_objects(ctx: ChartValues, api: str | None, text: str | None) -> list[dict[str, Any]]:
     """Everything the secondary scheduler needs; `api`/`text` are None for a chart that picks them at install."""
     sa = [subject_sa(ctx, SCHEDULER)]
     name = ctx.v("scheduler.name")
@@ -181,7 +181,7 @@ def secondary_objects(ctx: Context, api: str | None, text: str | None) -> list[d
     ]
 
 
-def scheduler_image(ctx: Context) -> str:
+def scheduler_image(ctx: ChartValues) -> str:
     """kube-scheduler at the cluster's own version unless a tag or digest is pinned (mirrors the helper)."""
     image = ctx.values["scheduler"]["image"]
     version = ctx.settings.version

@@ -4,32 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpushare.domain import profiles
+from gpushare.domain import cgpu, profiles
 from gpushare.domain.versionstr import at_least, numbers, valid
-from gpushare.policy.engine import Context, Offence, Rule
-
-MIN_KUBE_COMPUTE = "1.20"
-MIN_CHART_COMPUTE = "1.2.0"
-MIN_CGPU_COMPUTE = "1.0.5"
-MIN_ACK_SMALL_UNIT = "1.18.8"
-CGPU_DEADLOCK = "1.5.7"
-CGPU_RECOMMENDED = "1.5.10"
-MIN_DRIVER = "418.87.01"
-MIN_DOCKER = "19.03.5"
-
-#: cGPU release range -> (driver series allowed, newest release allowed within a series) (ACK cGPU FAQ).
-CGPU_DRIVERS: tuple[tuple[str, str, tuple[int, int], dict[int, str]], ...] = (
-    ("1.5.3", "1.5.20", (460, 575), {}),
-    ("1.0.5", "1.5.2", (0, 534), {470: "470.161.03", 510: "510.108.03", 515: "515.86.01", 525: "525.89.03"}),
-    ("0.8.13", "1.0.3", (460, 470), {470: "470.161.03"}),
-)
+from gpushare.policy.engine import ClusterFacts, Offence, Rule
 
 
-def uses_compute(ctx: Context) -> bool:
+def uses_compute(ctx: ClusterFacts) -> bool:
     return bool((ctx.settings is not None and ctx.settings.compute_allocation) or any(w.core for w in ctx.workloads))
 
 
-def _versions_readable(ctx: Context, _: Context) -> Iterable[Offence]:
+def _versions_readable(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     for name in (
         "kube_version",
         "scheduler_version",
@@ -43,19 +27,19 @@ def _versions_readable(ctx: Context, _: Context) -> Iterable[Offence]:
             yield "--" + name.replace("_", "-"), value, "a version such as 1.2.3"
 
 
-def _compute_minimums(ctx: Context, _: Context) -> Iterable[Offence]:
+def _compute_minimums(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     if not uses_compute(ctx):
         return
     for flag, value, minimum in (
-        ("--kube-version", ctx.kube_version, MIN_KUBE_COMPUTE),
-        ("--chart-version", ctx.chart_version, MIN_CHART_COMPUTE),
-        ("--cgpu-version", ctx.cgpu_version, MIN_CGPU_COMPUTE),
+        ("--kube-version", ctx.kube_version, profiles.MIN_KUBE_COMPUTE),
+        ("--chart-version", ctx.chart_version, profiles.MIN_CHART_COMPUTE),
+        ("--cgpu-version", ctx.cgpu_version, profiles.MIN_CGPU_COMPUTE),
     ):
         if value and valid(value) and not at_least(value, minimum):
             yield flag, value, f">= {minimum} for compute allocation"
 
 
-def _scheduler(ctx: Context, _: Context) -> Iterable[Offence]:
+def _scheduler(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     if not (uses_compute(ctx) and ctx.scheduler_version and valid(ctx.scheduler_version)):
         return
     version = ctx.scheduler_version
@@ -65,7 +49,7 @@ def _scheduler(ctx: Context, _: Context) -> Iterable[Offence]:
         yield "--scheduler-version", version, f"at least {minimum} on ACK 1.{minor[0]} for compute allocation"
 
 
-def _region(ctx: Context, _: Context) -> Iterable[Offence]:
+def _region(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     settings_say_so = ctx.settings is not None and ctx.settings.compute_allocation and ctx.settings.region == ctx.region
     if settings_say_so:
         return  # GS107 reports it on the settings document
@@ -73,53 +57,54 @@ def _region(ctx: Context, _: Context) -> Iterable[Offence]:
         yield "--region", ctx.region, f"a region with compute allocation: {', '.join(profiles.COMPUTE_REGIONS)}"
 
 
-def _small_unit(ctx: Context, _: Context) -> Iterable[Offence]:
+def _small_unit(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     small = ctx.settings is not None and ctx.settings.gpu_memory_unit == "128MiB"
-    if small and ctx.kube_version and valid(ctx.kube_version) and not at_least(ctx.kube_version, MIN_ACK_SMALL_UNIT):
-        yield "--kube-version", ctx.kube_version, f">= {MIN_ACK_SMALL_UNIT} for 128MiB units"
+    version = ctx.kube_version
+    if small and version and valid(version) and not at_least(version, profiles.MIN_ACK_SMALL_UNIT):
+        yield "--kube-version", ctx.kube_version, f">= {profiles.MIN_ACK_SMALL_UNIT} for 128MiB units"
 
 
-def _deadlock(ctx: Context, _: Context) -> Iterable[Offence]:
-    if ctx.cgpu_version and valid(ctx.cgpu_version) and numbers(ctx.cgpu_version) == numbers(CGPU_DEADLOCK):
-        yield "--cgpu-version", ctx.cgpu_version, f">= 1.5.8 ({CGPU_DEADLOCK} can deadlock the kernel)"
+def _deadlock(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    if ctx.cgpu_version and valid(ctx.cgpu_version) and numbers(ctx.cgpu_version) == numbers(cgpu.DEADLOCK):
+        yield "--cgpu-version", ctx.cgpu_version, f">= 1.5.8 ({cgpu.DEADLOCK} can deadlock the kernel)"
 
 
-def _old_cgpu(ctx: Context, _: Context) -> Iterable[Offence]:
+def _old_cgpu(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     version = ctx.cgpu_version
-    deadlock = version is not None and valid(version) and numbers(version) == numbers(CGPU_DEADLOCK)
-    if version and valid(version) and not deadlock and not at_least(version, CGPU_RECOMMENDED):
-        yield "--cgpu-version", version, f">= {CGPU_RECOMMENDED} (ACK's FAQ: upgrade releases up to 1.5.7)"
+    deadlock = version is not None and valid(version) and numbers(version) == numbers(cgpu.DEADLOCK)
+    if version and valid(version) and not deadlock and not at_least(version, cgpu.RECOMMENDED):
+        yield "--cgpu-version", version, f">= {cgpu.RECOMMENDED} (ACK's FAQ: upgrade releases up to 1.5.7)"
 
 
-def _driver_compat(ctx: Context, _: Context) -> Iterable[Offence]:
-    cgpu, driver = ctx.cgpu_version, ctx.driver_version
-    if not (cgpu and driver and valid(cgpu) and valid(driver)):
+def _driver_compat(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    release, driver = ctx.cgpu_version, ctx.driver_version
+    if not (release and driver and valid(release) and valid(driver)):
         return
     series = numbers(driver)[0]
-    for low, high, (first, last), caps in CGPU_DRIVERS:
-        if numbers(low) <= numbers(cgpu) <= numbers(high):
+    for low, high, (first, last), caps in cgpu.DRIVERS:
+        if numbers(low) <= numbers(release) <= numbers(high):
             too_new = series in caps and not at_least(caps[series], driver)
             if not first <= series <= last or too_new or (caps and first == 460 and series not in (460, *caps)):
                 limits = ", ".join(f"{s} <= {v}" for s, v in caps.items())
                 yield (
                     "--driver-version",
                     driver,
-                    (f"a driver cGPU {cgpu} supports (series {first}-{last}" + (f"; {limits}" if limits else "") + ")"),
+                    f"a driver cGPU {release} supports (series {first}-{last}" + (f"; {limits})" if limits else ")"),
                 )
             return
 
 
-def _driver(ctx: Context, _: Context) -> Iterable[Offence]:
-    if ctx.driver_version and valid(ctx.driver_version) and not at_least(ctx.driver_version, MIN_DRIVER):
-        yield "--driver-version", ctx.driver_version, f">= {MIN_DRIVER} for cGPU"
+def _driver(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    if ctx.driver_version and valid(ctx.driver_version) and not at_least(ctx.driver_version, cgpu.MIN_DRIVER):
+        yield "--driver-version", ctx.driver_version, f">= {cgpu.MIN_DRIVER} for cGPU"
 
 
-def _docker(ctx: Context, _: Context) -> Iterable[Offence]:
-    if ctx.docker_version and valid(ctx.docker_version) and not at_least(ctx.docker_version, MIN_DOCKER):
-        yield "--docker-version", ctx.docker_version, f">= {MIN_DOCKER} for cGPU"
+def _docker(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    if ctx.docker_version and valid(ctx.docker_version) and not at_least(ctx.docker_version, cgpu.MIN_DOCKER):
+        yield "--docker-version", ctx.docker_version, f">= {cgpu.MIN_DOCKER} for cGPU"
 
 
-def _unit_switch(ctx: Context, _: Context) -> Iterable[Offence]:
+def _unit_switch(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     """From a live read (preflight): the unit installed now, and the pods that hold GPU memory."""
     current, pods = ctx.extra.get("current_unit"), ctx.extra.get("gpu_pods") or []
     if ctx.settings is not None and current and current != ctx.settings.gpu_memory_unit and pods:

@@ -6,17 +6,17 @@ from collections.abc import Iterable
 
 from gpushare.domain import profiles, versions
 from gpushare.errors import InputError
-from gpushare.policy.engine import Context, Offence, Rule
+from gpushare.policy.engine import ClusterFacts, Offence, Rule
 from gpushare.settings.model import InstallerSettings
 
 
-def _unit(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _unit(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     units = s.profile_info.memory_units
     if s.gpu_memory_unit not in units:
         yield "gpuMemoryUnit", s.gpu_memory_unit, f"one of {', '.join(units)} for profile {s.profile}"
 
 
-def _isolation(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _isolation(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     allowed = s.profile_info.isolation_modes
     for mode in s.isolation:
         if mode not in allowed:
@@ -25,18 +25,18 @@ def _isolation(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
         yield "isolation", s.isolation, "each mode at most once"
 
 
-def _scheduler_mode(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _scheduler_mode(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     allowed = s.profile_info.scheduler_modes
     if s.scheduler.mode not in allowed:
         yield "scheduler.mode", s.scheduler.mode, f"one of {', '.join(allowed)} for profile {s.profile}"
 
 
-def _compute_profile(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _compute_profile(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.compute_allocation and not s.profile_info.compute_allocation:
         yield "computeAllocation", True, f"false for profile {s.profile} (compute allocation is an ACK Pro feature)"
 
 
-def _compute_core_mem(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _compute_core_mem(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.profile_info.compute_allocation and s.compute_allocation != ("core_mem" in s.isolation):
         if s.compute_allocation:
             yield "isolation", s.isolation, "core_mem among the modes when computeAllocation is true"
@@ -44,22 +44,22 @@ def _compute_core_mem(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
             yield "computeAllocation", False, "true when core_mem nodes are served"
 
 
-def _compute_managed(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _compute_managed(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.compute_allocation and s.scheduler.mode != profiles.MANAGED:
         yield "scheduler.mode", s.scheduler.mode, "managed when computeAllocation is true (ACK Pro's scheduler)"
 
 
-def _compute_region(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _compute_region(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.compute_allocation and s.region is not None and s.region not in profiles.COMPUTE_REGIONS:
         yield "region", s.region, f"a region with compute allocation: {', '.join(profiles.COMPUTE_REGIONS)}"
 
 
-def _compute_region_unknown(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _compute_region_unknown(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.compute_allocation and s.region is None and ctx.region is None:  # a live read may know it
         yield "region", None, "the cluster's region, so compute-allocation support can be checked"
 
 
-def _config_api_served(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _config_api_served(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     version = s.version
     if s.scheduler.mode == profiles.MANAGED or s.scheduler.config_api == "auto":
         return
@@ -76,7 +76,7 @@ def _config_api_served(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
         yield exc.field, exc.value, exc.allowed
 
 
-def _config_api_deprecated(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _config_api_deprecated(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     version = s.version
     api = s.scheduler.config_api
     if s.scheduler.mode == profiles.MANAGED or version is None or api == "auto":
@@ -89,22 +89,22 @@ def _config_api_deprecated(s: InstallerSettings, ctx: Context) -> Iterable[Offen
         )
 
 
-def _config_api_managed(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _config_api_managed(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.scheduler.mode == profiles.MANAGED and s.scheduler.config_api != "auto":
         yield "scheduler.configApi", s.scheduler.config_api, "auto with scheduler.mode managed (ACK runs the scheduler)"
 
 
-def _small_unit_cgpu(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _small_unit_cgpu(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.gpu_memory_unit == "128MiB" and "cgpu" in s.isolation:
         yield "isolation", s.isolation, "share nodes for 128MiB units (cgpu nodes still hold at most 16 pods per GPU)"
 
 
-def _small_unit_autoscaling(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _small_unit_autoscaling(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.gpu_memory_unit == "128MiB":
         yield "gpuMemoryUnit", s.gpu_memory_unit, "1GiB if node autoscaling must add nodes for pending GPU pods"
 
 
-def _policy_secondary(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _policy_secondary(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     version = s.version
     if (
         s.scheduler.mode == profiles.SECONDARY
@@ -120,7 +120,7 @@ def _policy_secondary(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
         )
 
 
-def _control_plane_version(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _control_plane_version(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.scheduler.mode == profiles.CONTROL_PLANE and s.version is None:
         yield (
             "kubernetesVersion",
@@ -129,7 +129,7 @@ def _control_plane_version(s: InstallerSettings, ctx: Context) -> Iterable[Offen
         )
 
 
-def _loads(s: InstallerSettings, ctx: Context) -> Iterable[Offence]:
+def _loads(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     return ()  # the findings come from load_settings' own error (gpushare.validation)
 
 

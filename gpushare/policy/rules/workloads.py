@@ -6,28 +6,28 @@ import re
 from collections.abc import Iterable
 
 from gpushare.domain import labels
-from gpushare.policy.engine import Context, Offence, Rule
+from gpushare.policy.engine import ClusterFacts, Offence, Rule
 from gpushare.policy.views import PodView
 
 CORE = f"resources.limits.{labels.GPU_CORE}"
 MEM = f"resources.limits.{labels.GPU_MEM}"
 
 
-def _malformed(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _malformed(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     yield from p.problems
 
 
-def _core_step(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _core_step(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     if p.core and (p.core % 5 or not 5 <= p.core <= 100):
         yield CORE, p.core, "a multiple of 5 from 5 to 100 (percent of one GPU)"
 
 
-def _core_needs_mem(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _core_needs_mem(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     if p.core and not p.gpu_mem:
         yield MEM, 0, f"a GPU memory request alongside {labels.GPU_CORE}"
 
 
-def _gpu_count(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _gpu_count(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     raw = p.gpu_count_label
     if raw is None:
         return
@@ -38,13 +38,13 @@ def _gpu_count(p: PodView, ctx: Context) -> Iterable[Offence]:
         yield field, raw, f"a divisor of the memory request {p.gpu_mem} (each GPU gets an equal share)"
 
 
-def _multi_with_core(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _multi_with_core(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     raw = p.gpu_count_label
     if raw is not None and str(raw).isdigit() and int(str(raw)) > 1 and p.core:
         yield CORE, p.core, f"no compute request on a multi-GPU pod ({labels.GPU_COUNT}={raw})"
 
 
-def _core_nodes(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _core_nodes(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     if not p.core:
         return
     wanted = p.node_selector.get(labels.SCHEDULE_LABEL)
@@ -54,7 +54,7 @@ def _core_nodes(p: PodView, ctx: Context) -> Iterable[Offence]:
         yield CORE, p.core, "no compute request: no node in the inventory is labelled core_mem"
 
 
-def largest_gpu(ctx: Context) -> int:
+def largest_gpu(ctx: ClusterFacts) -> int:
     """The largest GPU in the inventory, worked out once per run rather than once per pod."""
     cached = ctx.extra.get("largest_gpu")
     if cached is None:
@@ -62,7 +62,7 @@ def largest_gpu(ctx: Context) -> int:
     return int(cached)
 
 
-def _too_big(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _too_big(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     if not p.gpu_mem or not ctx.nodes:
         return
     raw = p.gpu_count_label
@@ -72,7 +72,7 @@ def _too_big(p: PodView, ctx: Context) -> Iterable[Offence]:
         yield MEM, p.gpu_mem, f"at most {largest} per GPU: no GPU in the inventory is larger"
 
 
-def _mixed_on_node(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _mixed_on_node(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     node = p.pinned_node
     if not node or not p.gpu_mem:
         return
@@ -83,7 +83,7 @@ def _mixed_on_node(p: PodView, ctx: Context) -> Iterable[Offence]:
             return
 
 
-def _label_values(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _label_values(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     selector = p.node_selector
     mode = selector.get(labels.SCHEDULE_LABEL)
     allowed = labels.SHARED_MODES + labels.OTHER_MODES
@@ -91,13 +91,13 @@ def _label_values(p: PodView, ctx: Context) -> Iterable[Offence]:
         yield f"spec.nodeSelector.{labels.SCHEDULE_LABEL}", mode, f"one of {', '.join(allowed)}"
     placement = selector.get(labels.PLACEMENT_LABEL)
     if placement is not None and placement not in labels.PLACEMENTS:
-        yield f"spec.nodeSelector.{labels.PLACEMENT_LABEL}", placement, "binpack or spread"
+        yield f"spec.nodeSelector.{labels.PLACEMENT_LABEL}", placement, " or ".join(labels.PLACEMENTS)
 
 
 _MEM_LIST = re.compile(r"^\d+(,\d+)*$")
 
 
-def _cgpu_env(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _cgpu_env(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     for container, name, value in p.env:
         field = f"containers[{container}].env.{name}"
         if name in ("ALIYUN_COM_GPU_MEM_CONTAINER", "ALIYUN_COM_GPU_MEM_DEV"):
@@ -111,7 +111,7 @@ def _cgpu_env(p: PodView, ctx: Context) -> Iterable[Offence]:
             yield field, value, "a whole number >= 1 (above 1 selects weighted preemptive scheduling)"
 
 
-def _cgpu_disabled(p: PodView, ctx: Context) -> Iterable[Offence]:
+def _cgpu_disabled(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
     for container, name, value in p.env:
         if name == "ALIYUN_COM_GPU_MEM_CONTAINER" and value is not None and _MEM_LIST.match(str(value).strip()):
             numbers = [int(v) for v in str(value).split(",")]
