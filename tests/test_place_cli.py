@@ -167,8 +167,20 @@ def test_invalid_pods_exit_1_and_the_run_goes_on(fleet: Path, capsys: pytest.Cap
     reasons = {i["name"]: i["reason"] for i in report["invalid"]}
     assert set(reasons) == {"core7", "neg", "frac", "split"}
     assert "multiple of 5" in reasons["core7"] and "negative" in reasons["neg"]
-    assert "not divisible" in reasons["split"]
-    assert all(i["source"].startswith(str(fleet / "bad.yaml") + ":") for i in report["invalid"])
+    # the same rule IDs `gpushare validate` reports
+    assert {name: reason.rsplit("[", 1)[1] for name, reason in reasons.items()} == {
+        "core7": "GW202]",
+        "neg": "GW201]",
+        "frac": "GW201]",
+        "split": "GW204]",
+    }
+    # each at its own document's first line
+    text = (fleet / "bad.yaml").read_text().splitlines()
+    for invalid in report["invalid"]:
+        file, line = invalid["source"].rsplit(":", 1)
+        assert file == str(fleet / "bad.yaml")
+        assert text[int(line) - 1].startswith(("apiVersion", "kind", "metadata", "spec"))
+        assert int(line) == 1 or text[int(line) - 2] == "---"
     assert [p["name"] for p in report["placements"]] == ["ok"]
 
 

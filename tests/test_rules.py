@@ -245,3 +245,17 @@ def test_rules_listing(capsys: pytest.CaptureFixture[str]) -> None:
     listed = json.loads(out)["rules"]
     assert code == 0 and [r["id"] for r in listed] == [r.id for r in RULES]
     assert all(r["summary"] and r["remediation"] and r["source"] for r in listed)
+
+
+def test_findings_point_at_the_object_inside_a_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kubectl get -o yaml` writes a List: a finding names the bad item's own line, in text, JSON and SARIF."""
+    listing = {"apiVersion": "v1", "kind": "List", "items": [pod(), pod({"aliyun.com/gpu-mem": "1.5"})]}
+    path = tmp_path / "pods.yaml"
+    path.write_text(yaml.safe_dump(listing, sort_keys=False))
+    lines = path.read_text().splitlines()
+    second = [i for i, line in enumerate(lines, start=1) if line.startswith("- ")][1]
+    code, out, _ = run(capsys, "validate", str(path), "-o", "sarif")
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert code == 1 and result["locations"][0]["physicalLocation"]["region"]["startLine"] == second
+    code, out, _ = run(capsys, "validate", str(path), "-o", "json")
+    assert json.loads(out)["findings"][0]["location"] == f"{path}:{second}"

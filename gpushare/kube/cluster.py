@@ -1,48 +1,77 @@
-"""Read a live cluster's nodes, pods and unhealthy-GPU ConfigMaps with the kubernetes client (read-only)."""
+"""A live cluster, read-only: the kubeconfig client and the reads every command shares.
+
+Only get and list calls are made. Errors become one line: the kubeconfig that would not load, access
+denied, or the cluster unreachable.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from gpushare.errors import GpushareError
 from gpushare.kube.documents import Source
+
+T = TypeVar("T")
 
 
 class ClusterError(GpushareError):
     """The cluster could not be read: unreachable, or access denied."""
 
 
-def read_cluster(kubeconfig: str | None, context: str | None = None) -> tuple[list[Source], list[Source]]:
-    """(nodes + kube-system ConfigMaps, pods) as plain objects, the way `kubectl get -o yaml` shows them."""
-    from kubernetes import client, config
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
+class Cluster:
+    """A kubeconfig's cluster, and its objects as plain dicts (the way `kubectl get -o yaml` shows them)."""
 
-    try:
-        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError, TypeError) as exc:
-        raise ClusterError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {exc}") from None
-    core = client.CoreV1Api(api_client)
+    def __init__(self, kubeconfig: str | None, context: str | None = None) -> None:
+        from kubernetes import client, config
 
-    def plain(items: Any, kind: str) -> list[dict[str, Any]]:
+        try:
+            self.api = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+        except (config.ConfigException, OSError, TypeError) as exc:
+            raise ClusterError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {exc}") from None
+        self.name = kubeconfig or "kubeconfig"
+        self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
+        self.version_api = client.VersionApi(self.api)
+
+    def objects(self, kind: str, read: Callable[[], Any]) -> list[dict[str, Any]]:
+        """The items of one list call, as plain dicts with their kind."""
         result = []
-        for item in items:
-            obj = api_client.sanitize_for_serialization(item)
+        for item in self.call(read).items:
+            obj = self.api.sanitize_for_serialization(item)
             obj.setdefault("kind", kind)
             result.append(obj)
         return result
 
+    def sources(self, objects: list[dict[str, Any]]) -> list[Source]:
+        return [Source(o, f"{self.name}:{o['kind']}/{o['metadata'].get('name', '')}") for o in objects]
+
+    def call(self, read: Callable[[], T]) -> T:
+        """One read; what goes wrong becomes a ClusterError with a one-line reason."""
+        with translated():
+            return read()
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
     try:
-        nodes = plain(core.list_node().items, "Node")
-        maps = plain(core.list_namespaced_config_map("kube-system").items, "ConfigMap")
-        pods = plain(core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=").items, "Pod")
+        yield
     except ApiException as exc:
         what = "access denied" if exc.status in (401, 403) else f"HTTP {exc.status}"
         raise ClusterError(f"reading the cluster failed ({what}): {exc.reason}") from None
     except (HTTPError, OSError) as exc:
         raise ClusterError(f"cluster unreachable: {exc}") from None
-    where = kubeconfig or "kubeconfig"
-    return (
-        [Source(o, f"{where}:Node/{o['metadata']['name']}") for o in nodes + maps],
-        [Source(o, f"{where}:Pod/{o['metadata']['name']}") for o in pods],
-    )
+
+
+def read_cluster(kubeconfig: str | None, context: str | None = None) -> tuple[list[Source], list[Source]]:
+    """(nodes + kube-system ConfigMaps, bound pods) as plain objects."""
+    cluster = Cluster(kubeconfig, context)
+    core = cluster.core
+    nodes = cluster.objects("Node", core.list_node)
+    maps = cluster.objects("ConfigMap", lambda: core.list_namespaced_config_map("kube-system"))
+    pods = cluster.objects("Pod", lambda: core.list_pod_for_all_namespaces(field_selector="spec.nodeName!="))
+    return cluster.sources(nodes + maps), cluster.sources(pods)

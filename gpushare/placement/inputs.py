@@ -1,9 +1,10 @@
 """Plain Kubernetes YAML in, the dry-run model out.
 
 `kubectl get nodes -o yaml` and `kubectl get pods -A -o yaml` are valid inputs as they are: List
-documents and multi-document files both work. Controllers (Deployment, StatefulSet, ReplicaSet, Job,
-CronJob, DaemonSet) are expanded to their pods in order. A pod the product would refuse becomes an
-invalid pod with its reason; YAML that cannot be read is an InputError naming the file and line.
+documents and multi-document files both work. Workloads and Nodes are read by
+`gpushare.kube` (the same readers `validate` uses); here controllers become their pods in order
+(`<name>-<i>`, a DaemonSet one pod per node it admits) and a pod the semantics refuses becomes an invalid
+pod, its reason worded and numbered as `gpushare validate` reports it.
 """
 
 from __future__ import annotations
@@ -17,51 +18,33 @@ from typing import Any
 from gpushare.domain import labels
 from gpushare.domain.labels import Placement
 from gpushare.domain.profiles import MIB_PER_UNIT
-from gpushare.domain.quantity import QuantityError, count, milli, whole
 from gpushare.errors import InputError
+from gpushare.kube import workloads
 from gpushare.kube.documents import Source
+from gpushare.kube.nodes import read_node
+from gpushare.kube.workloads import Workload, read_workload
 from gpushare.placement import plugins
 from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
 
-CONTROLLERS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet")
+#: Problems that make a pod invalid under each semantics: upstream knows no compute nor gpu-count label.
+_REFUSED = {
+    "upstream": {workloads.MALFORMED},
+    "ack": {
+        workloads.MALFORMED,
+        workloads.CORE_STEP,
+        workloads.CORE_NEEDS_MEM,
+        workloads.GPU_COUNT,
+        workloads.MULTI_WITH_CORE,
+    },
+}
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
-def _resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    res = container.get("resources") or {}
-    return (res.get("requests") or {}), (res.get("limits") or {})
-
-
-def _sum_containers(spec: dict[str, Any], semantics: Semantics) -> dict[str, int]:
-    """Pod requests the scheduler's way: containers summed, the largest init container if larger, plus overhead."""
-    totals = {"cpu": 0, "memory": 0, "gpu_mem": 0, "core": 0}
-    init_max = {"cpu": 0, "memory": 0}
-    for kind in ("containers", "initContainers"):
-        for container in spec.get(kind) or []:
-            if not isinstance(container, dict):
-                raise QuantityError(f"{kind} entry is not a mapping")
-            requests, limits = _resources(container)
-            cpu = milli(requests.get("cpu", limits.get("cpu", 0)))
-            memory = whole(requests.get("memory", limits.get("memory", 0)))
-            if kind == "initContainers":
-                init_max["cpu"] = max(init_max["cpu"], cpu)
-                init_max["memory"] = max(init_max["memory"], memory)
-                continue
-            totals["cpu"] += cpu
-            totals["memory"] += memory
-            # extended resources: limits (requests must equal them); the extender sums containers only
-            totals["gpu_mem"] += count(limits.get(labels.GPU_MEM, requests.get(labels.GPU_MEM, 0)))
-            totals["core"] += count(limits.get(labels.GPU_CORE, requests.get(labels.GPU_CORE, 0)))
-    for key in init_max:
-        totals[key] = max(totals[key], init_max[key])
-    overhead = spec.get("overhead") or {}
-    totals["cpu"] += milli(overhead.get("cpu", 0))
-    totals["memory"] += whole(overhead.get("memory", 0))
-    return totals
+def invalid_reason(view: Workload, semantics: Semantics) -> str | None:
+    """The first problem the semantics refuses, in the words and with the rule ID `gpushare validate` uses."""
+    for problem in view.problems:
+        if problem.rule in _REFUSED[semantics.name]:
+            return problem.message
+    return None
 
 
 def _affinity(spec: dict[str, Any]) -> tuple[tuple[Requirement, ...], ...]:
@@ -90,190 +73,83 @@ def _tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
     )
 
 
-def parse_pod(
-    namespace: str,
-    name: str,
-    pod_labels: dict[str, Any],
-    annotations: dict[str, Any],
-    spec: dict[str, Any],
-    semantics: Semantics,
-    unit_ratio: tuple[int, int],
-    source: str,
-) -> Pod:
-    """One pod; a problem the product would refuse becomes `invalid` with the reason."""
-    base = Pod(namespace, name, source=source)
+def to_pod(view: Workload, semantics: Semantics, unit_ratio: tuple[int, int]) -> Pod:
+    """The model of one pod; a problem the semantics refuses makes it invalid, with its reason."""
+    base = Pod(view.namespace, view.name, source=view.source.where)
+    reason = invalid_reason(view, semantics)
+    if reason is not None:
+        return replace(base, invalid=reason)
+    spec = view.spec
     try:
-        totals = _sum_containers(spec, semantics)
         selector = spec.get("nodeSelector") or {}
         node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
         affinity = _affinity(spec)
         tolerations = _tolerations(spec)
-    except (QuantityError, AttributeError, KeyError, TypeError) as exc:
-        return replace(base, invalid=f"malformed pod spec: {exc}")
-    gpu_mem = totals["gpu_mem"]
+    except (AttributeError, KeyError, TypeError) as exc:
+        return replace(base, invalid=f"malformed pod spec: {exc} [{workloads.MALFORMED}]")
+    gpu_mem = view.gpu_mem
     if gpu_mem and unit_ratio[0] != unit_ratio[1]:
         gpu_mem = math.ceil(gpu_mem * unit_ratio[0] / unit_ratio[1])
-    core = totals["core"]
-    gpu_count = 1
-    if semantics.name == "ack":
-        raw = pod_labels.get(labels.GPU_COUNT)
-        if raw is not None:
-            if not re.fullmatch(r"[1-9][0-9]*", str(raw)):
-                return replace(base, invalid=f"label {labels.GPU_COUNT}={raw!r} is not a positive integer")
-            gpu_count = int(raw)
-            if gpu_mem % gpu_count:
-                return replace(
-                    base, invalid=f"{labels.GPU_MEM}={gpu_mem} is not divisible by {labels.GPU_COUNT}={gpu_count}"
-                )
-            if gpu_count > 1 and core:
-                return replace(
-                    base, invalid=f"multi-GPU pods ({labels.GPU_COUNT}={gpu_count}) cannot request {labels.GPU_CORE}"
-                )
-        if core and (core % 5 or not 5 <= core <= 100):
-            return replace(base, invalid=f"{labels.GPU_CORE}={core} must be a multiple of 5 in 5..100")
-        if core and not gpu_mem:
-            return replace(base, invalid=f"{labels.GPU_CORE} needs {labels.GPU_MEM} too")
-    node = spec.get("nodeName") or None
     indices = None
-    raw_idx = annotations.get(labels.ANN_IDX)
+    raw_idx = view.annotations.get(labels.ANN_IDX)
     if raw_idx is not None and str(raw_idx).strip():
         try:
             indices = tuple(int(i) for i in str(raw_idx).split(","))
         except ValueError:
             indices = None
     return Pod(
-        namespace,
-        name,
+        view.namespace,
+        view.name,
         gpu_mem,
-        gpu_count,
-        core,
-        totals["cpu"],
-        totals["memory"],
+        view.gpu_count if semantics.name == "ack" else 1,
+        view.core,
+        view.cpu,
+        view.memory,
         node_selector,
         affinity,
         tolerations,
-        node,
+        spec.get("nodeName") or None,
         indices,
         None,
-        source,
+        view.source.where,
     )
-
-
-def _pod_from_template(
-    namespace: str, name: str, template: dict[str, Any], semantics: Semantics, ratio: tuple[int, int], source: str
-) -> Pod:
-    meta = template.get("metadata") or {}
-    return parse_pod(
-        namespace,
-        name,
-        meta.get("labels") or {},
-        meta.get("annotations") or {},
-        template.get("spec") or {},
-        semantics,
-        ratio,
-        source,
-    )
-
-
-def expand(src: Source, semantics: Semantics, ratio: tuple[int, int]) -> Iterator[tuple[Pod, bool]]:
-    """Pods of a Pod or controller document, in order; the flag marks DaemonSet templates."""
-    obj = src.obj
-    kind = obj.get("kind")
-    meta = _meta(obj)
-    namespace = str(meta.get("namespace") or "default")
-    name = str(meta.get("name") or "unnamed")
-    raw_spec = obj.get("spec")
-    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
-    if kind == "Pod":
-        yield (
-            parse_pod(
-                namespace,
-                name,
-                meta.get("labels") or {},
-                meta.get("annotations") or {},
-                spec,
-                semantics,
-                ratio,
-                src.where,
-            ),
-            False,
-        )
-        return
-    if kind == "CronJob":
-        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
-    template = spec.get("template") or {}
-    if kind == "DaemonSet":
-        yield _pod_from_template(namespace, name, template, semantics, ratio, src.where), True
-        return
-    replicas = spec.get("parallelism", 1) if kind in ("Job", "CronJob") else spec.get("replicas", 1)
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        yield (
-            Pod(namespace, name, invalid=f"{kind} replicas {replicas!r} is not a whole number", source=src.where),
-            False,
-        )
-        return
-    first = _pod_from_template(namespace, f"{name}-0", template, semantics, ratio, src.where)
-    for i in range(replicas):
-        yield (first if i == 0 else replace(first, name=f"{name}-{i}")), False
 
 
 def parse_node(src: Source, unhealthy: dict[str, set[int]], semantics: Semantics, ratio: tuple[int, int]) -> Node:
-    obj = src.obj
-    meta = _meta(obj)
-    name = str(meta.get("name") or "")
-    status = obj.get("status") or {}
-    capacity = status.get("capacity") or {}
-    allocatable = status.get("allocatable") or capacity
-    spec = obj.get("spec") or {}
-    node_labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-    try:
-        gpu_cap = count(capacity.get(labels.GPU_MEM, allocatable.get(labels.GPU_MEM, 0)))
-        gpu_alloc = count(allocatable.get(labels.GPU_MEM, gpu_cap))
-        gpu_count = count(capacity.get(labels.GPU_COUNT, allocatable.get(labels.GPU_COUNT, 0)))
-        core = count(capacity.get(labels.GPU_CORE, allocatable.get(labels.GPU_CORE, 0)))
-        cpu = milli(allocatable.get("cpu", 0))
-        memory = whole(allocatable.get("memory", 0))
-        pods = whole(allocatable.get("pods", 110))
-    except QuantityError as exc:
-        raise InputError(f"Node {name} status", str(exc), f"valid quantities ({src.where})") from None
+    info = read_node(src)
+    assert info is not None
+    if info.problems:
+        problem = info.problems[0]
+        raise InputError(f"Node {info.name} {problem.field}", problem.value, f"{problem.allowed} ({src.where})")
+    gpu_cap, gpu_alloc, gpu_count = info.gpu_mem, info.gpu_mem_allocatable, info.gpu_count
     if gpu_cap and not gpu_count:
         gpu_count = 1
     per_gpu = gpu_cap // gpu_count if gpu_count else 0
     if ratio[0] != ratio[1]:
         per_gpu = per_gpu * ratio[0] // ratio[1]
         gpu_alloc = gpu_alloc * ratio[0] // ratio[1]
-    bad = unhealthy.get(name, set())
-    core_per_gpu = core // gpu_count if gpu_count and semantics.name == "ack" else 0
+    bad = unhealthy.get(info.name, set())
+    core_per_gpu = info.core // gpu_count if gpu_count and semantics.name == "ack" else 0
     gpus = [Gpu(i, per_gpu, i not in bad, core_total=core_per_gpu) for i in range(gpu_count)] if gpu_cap else []
     taints = tuple(
-        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
-        for t in spec.get("taints") or []
-        if isinstance(t, dict)
+        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", ""))) for t in info.taints
     )
-    mode = node_labels.get(labels.SCHEDULE_LABEL, "share" if gpu_cap else "")
-    label = node_labels.get(labels.PLACEMENT_LABEL)
+    mode = info.labels.get(labels.SCHEDULE_LABEL, "share" if gpu_cap else "")
+    label = info.labels.get(labels.PLACEMENT_LABEL)
     placement: Placement = "spread" if label == "spread" else "binpack" if label == "binpack" else semantics.placement
-    address = next(
-        (
-            str(a.get("address", ""))
-            for a in status.get("addresses") or []
-            if isinstance(a, dict) and a.get("type") == "InternalIP"
-        ),
-        "",
-    )
     return Node(
-        name,
-        node_labels,
+        info.name,
+        info.labels,
         taints,
-        bool(spec.get("unschedulable")),
-        cpu,
-        memory,
-        pods,
+        info.unschedulable,
+        info.cpu,
+        info.memory,
+        info.pods,
         gpu_alloc,
         gpus,
         mode,
         placement,
-        address=address,
+        address=info.address,
     )
 
 
@@ -285,10 +161,14 @@ class Inventory:
     ignored: int = 0  # documents of other kinds
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _unhealthy(sources: Iterable[Source]) -> dict[str, set[int]]:
     result: dict[str, set[int]] = {}
     for src in sources:
-        meta = _meta(src.obj)
+        meta = _dict(src.obj.get("metadata"))
         name = str(meta.get("name", ""))
         if src.obj.get("kind") != "ConfigMap" or not name.startswith(labels.UNHEALTHY_CONFIGMAP_PREFIX):
             continue
@@ -320,23 +200,23 @@ def build(
         node.id = i
     existing: list[Pod] = []
     for src in existing_docs:
-        if src.obj.get("kind") == "Pod":
-            phase = (src.obj.get("status") or {}).get("phase")
-            if phase in ("Succeeded", "Failed"):
-                continue
-            existing.extend(p for p, _ in expand(src, semantics, ratio))
+        view = read_workload(src) if src.kind == "Pod" else None
+        if view is not None and _dict(src.obj.get("status")).get("phase") not in ("Succeeded", "Failed"):
+            existing.append(to_pod(view, semantics, ratio))
     new: list[Pod] = []
     ignored = 0
     for src in workload_docs:
-        kind = src.obj.get("kind")
-        if kind not in ("Pod", *CONTROLLERS):
-            ignored += kind not in ("Node", "ConfigMap")
+        view = read_workload(src)
+        if view is None:
+            ignored += src.kind not in ("Node", "ConfigMap")
             continue
-        for pod, daemon in expand(src, semantics, ratio):
-            if daemon and not pod.invalid:
-                new.extend(_daemon_pods(pod, nodes, semantics))
-            else:
-                new.append(pod)
+        pod = to_pod(view, semantics, ratio)
+        if view.kind == "DaemonSet" and not pod.invalid:
+            new.extend(_daemon_pods(pod, nodes, semantics))
+        elif view.replicas is None or pod.invalid:  # a Pod, or a controller that is invalid as a whole
+            new.append(pod)
+        else:
+            new.extend(replace(pod, name=f"{view.name}-{i}") for i in range(view.replicas))
     return Inventory(nodes, existing, new, ignored)
 
 

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gpushare.errors import shown
+from gpushare.kube.documents import Source
+from gpushare.kube.nodes import NodeInfo
+from gpushare.kube.workloads import Workload
 from gpushare.settings.model import InstallerSettings
 
 Severity = Literal["error", "warning"]
@@ -33,8 +36,8 @@ class ClusterFacts:
     docker_version: str | None = None
     chart_version: str | None = None
     settings: InstallerSettings | None = None
-    nodes: Sequence[Any] = ()  # gpushare.ruleset.objects.NodeView
-    workloads: Sequence[Any] = ()  # gpushare.ruleset.objects.PodView
+    nodes: Sequence[NodeInfo] = ()
+    workloads: Sequence[Workload] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -51,11 +54,11 @@ class Rule:
 
 @dataclass(frozen=True)
 class Subject:
-    """One thing the rules look at, and where it came from (file:line, or a cluster object)."""
+    """One thing the rules look at, and where it came from (a file and line, a cluster object, or the flags)."""
 
     target: Target
     name: str
-    where: str
+    source: Source | None
     obj: Any
 
 
@@ -66,7 +69,11 @@ class Finding:
     value: Any
     allowed: str
     subject: str = ""
-    where: str = ""
+    source: Source | None = None
+
+    @property
+    def where(self) -> str:
+        return self.source.where if self.source is not None else "flags"
 
     @property
     def message(self) -> str:
@@ -79,8 +86,8 @@ class Finding:
 def evaluate_one(
     target: Any, facts: ClusterFacts, rules: Iterable[Rule], subject: Subject | None = None
 ) -> list[Finding]:
-    name, where = (subject.name, subject.where) if subject else ("", "")
-    return [Finding(rule, *offence, name, where) for rule in rules for offence in rule.check(target, facts)]
+    name, source = (subject.name, subject.source) if subject else ("", None)
+    return [Finding(rule, *offence, name, source) for rule in rules for offence in rule.check(target, facts)]
 
 
 def evaluate(subjects: Iterable[Subject], facts: ClusterFacts, rules: Iterable[Rule]) -> list[Finding]:

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushare.domain import labels
-from gpushare.kube.cluster import ClusterError
+from gpushare.kube.cluster import Cluster, ClusterError
 from gpushare.kube.documents import Source
+from gpushare.kube.workloads import read_workload
 from gpushare.policy.engine import ClusterFacts
 from gpushare.policy.validate import Report, validate
 
@@ -30,51 +30,42 @@ class ClusterReading:
 
 
 def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterReading:
-    from kubernetes import client, config
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
-
-    try:
-        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError, TypeError) as exc:
-        raise ClusterError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {exc}") from None
-    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
-    plain = api_client.sanitize_for_serialization
+    cluster = Cluster(kubeconfig, context)
     notes: list[str] = []
-    try:
-        version = client.VersionApi(api_client).get_code().git_version
-        nodes = [plain(n) | {"kind": "Node"} for n in core.list_node().items]
-        pods = core.list_pod_for_all_namespaces().items
-    except ApiException as exc:
-        what = "access denied" if exc.status in (401, 403) else f"HTTP {exc.status}"
-        raise ClusterError(f"reading the cluster failed ({what}): {exc.reason}") from None
-    except (HTTPError, OSError) as exc:
-        raise ClusterError(f"cluster unreachable: {exc}") from None
+    version = cluster.call(cluster.version_api.get_code).git_version
+    nodes = cluster.objects("Node", cluster.core.list_node)
+    pods = cluster.sources(cluster.objects("Pod", cluster.core.list_pod_for_all_namespaces))
     holding = []
     scheduler = None
-    for pod in (plain(p) for p in pods):
-        meta, spec = pod.get("metadata", {}), pod.get("spec", {})
-        if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+    for src in pods:
+        pod = read_workload(src)
+        if pod is None or _dict(src.obj.get("status")).get("phase") in ("Succeeded", "Failed"):
             continue
-        containers = spec.get("containers") or []
-        if any(labels.GPU_MEM in (c.get("resources", {}).get("limits") or {}) for c in containers):
-            holding.append(f"{meta.get('namespace')}/{meta.get('name')}")
-        if meta.get("namespace") == "kube-system" and (meta.get("labels") or {}).get("component") == "kube-scheduler":
-            scheduler = str(containers[0].get("image", "")).rsplit(":", 1)[-1] if containers else None
+        if pod.gpu_mem:
+            holding.append(pod.key)
+        containers = pod.spec.get("containers") or []
+        if pod.namespace == "kube-system" and pod.labels.get("component") == "kube-scheduler" and containers:
+            scheduler = str(_dict(containers[0]).get("image", "")).rsplit(":", 1)[-1]
     current = None
     try:
-        for ds in (plain(d) for d in apps.list_namespaced_daemon_set("kube-system").items):
-            if not str(ds["metadata"].get("name", "")).startswith("gpushare-device-plugin"):
-                continue
-            for container in ds["spec"]["template"]["spec"].get("containers") or []:
-                for arg in (container.get("command") or []) + (container.get("args") or []):
-                    match = re.match(r"--memory-unit=(\S+)", str(arg))
-                    if match:
-                        current = match.group(1)
-    except ApiException as exc:
-        notes.append(f"could not read DaemonSets in kube-system ({exc.status}): the installed unit is unknown")
+        daemonsets = cluster.objects("DaemonSet", lambda: cluster.apps.list_namespaced_daemon_set("kube-system"))
+    except ClusterError as exc:
+        daemonsets = []
+        notes.append(f"could not read DaemonSets in kube-system ({exc}): the installed unit is unknown")
+    for ds in daemonsets:
+        if not str(ds["metadata"].get("name", "")).startswith("gpushare-device-plugin"):
+            continue
+        for container in ds["spec"]["template"]["spec"].get("containers") or []:
+            for arg in (container.get("command") or []) + (container.get("args") or []):
+                match = re.match(r"--memory-unit=(\S+)", str(arg))
+                if match:
+                    current = match.group(1)
     regions = {n["metadata"].get("labels", {}).get("topology.kubernetes.io/region") for n in nodes} - {None}
     return ClusterReading(version, nodes, holding, current, scheduler, sorted(regions)[0] if regions else None, notes)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def preflight(

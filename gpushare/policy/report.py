@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -70,7 +69,6 @@ def rule_dict(rule: Rule) -> dict[str, Any]:
     }
 
 
-_LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
 
 
 def to_sarif(report: Report, rules: Iterable[Rule]) -> dict[str, Any]:
@@ -82,13 +80,12 @@ def to_sarif(report: Report, rules: Iterable[Rule]) -> dict[str, Any]:
             "level": "error" if f.rule.severity == "error" else "warning",
             "message": {"text": f"{f.subject}: {f.message}. {f.rule.remediation}"},
         }
-        match = _LOCATION.match(f.where)
-        if match:
+        if f.source is not None and f.source.line is not None:
             result["locations"] = [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": match["file"]},
-                        "region": {"startLine": int(match["line"])},
+                        "artifactLocation": {"uri": f.source.file},
+                        "region": {"startLine": f.source.line},
                     }
                 }
             ]

@@ -14,10 +14,11 @@ from typing import Any, TextIO
 from gpushare.domain.versions import parse_kube_version
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_paths
+from gpushare.kube.nodes import read_node
+from gpushare.kube.workloads import read_workload
 from gpushare.policy.engine import ClusterFacts, Finding, Subject, evaluate, evaluate_one
 from gpushare.policy.rules import RULES
 from gpushare.policy.rules.settings import DOCUMENT_RULE
-from gpushare.policy.views import node_view, pod_view
 from gpushare.settings.model import KIND as SETTINGS_KIND
 from gpushare.settings.model import InstallerSettings, load_settings
 
@@ -47,8 +48,8 @@ def _settings_subject(src: Source) -> tuple[Subject | None, Finding | None]:
     try:
         model = load_settings(src.obj)
     except InputError as exc:
-        return None, Finding(DOCUMENT_RULE, exc.field, exc.value, exc.allowed, "InstallerSettings", src.where)
-    return Subject("settings", "InstallerSettings", src.where, model), None
+        return None, Finding(DOCUMENT_RULE, exc.field, exc.value, exc.allowed, "InstallerSettings", src)
+    return Subject("settings", "InstallerSettings", src, model), None
 
 
 def subjects_of(sources: Iterable[Source]) -> tuple[list[Subject], list[Finding], list[str]]:
@@ -65,13 +66,13 @@ def subjects_of(sources: Iterable[Source]) -> tuple[list[Subject], list[Finding]
             if finding:
                 findings.append(finding)
             continue
-        pod = pod_view(src.obj)
+        pod = read_workload(src)
         if pod is not None:
-            subjects.append(Subject("workload", f"{pod.kind}/{pod.namespace}/{pod.name}", src.where, pod))
+            subjects.append(Subject("workload", f"{pod.kind}/{pod.namespace}/{pod.name}", src, pod))
             continue
-        node = node_view(src.obj)
+        node = read_node(src)
         if node is not None:
-            subjects.append(Subject("node", f"Node/{node.name}", src.where, node))
+            subjects.append(Subject("node", f"Node/{node.name}", src, node))
             continue
         ignored.append(f"{src.where}: {kind or '(no kind)'}")
     return subjects, findings, ignored
@@ -103,7 +104,7 @@ def validate(objects: Iterable[dict[str, Any] | Source], context: ClusterFacts |
         nodes=[s.obj for s in subjects if s.target == "node"] or list(ctx.nodes),
         workloads=[s.obj for s in subjects if s.target == "workload"],
     )
-    subjects.append(Subject("cluster", "cluster", "flags", ctx))
+    subjects.append(Subject("cluster", "cluster", None, ctx))
     findings += evaluate(subjects, ctx, RULES)
     return Report(findings, len(sources), ignored)
 

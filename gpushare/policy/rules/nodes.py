@@ -7,19 +7,20 @@ from collections.abc import Iterable
 
 from gpushare.domain import cgpu, labels, profiles
 from gpushare.domain.versionstr import at_least
+from gpushare.kube import nodes
+from gpushare.kube.nodes import NodeInfo
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
-from gpushare.policy.views import NodeView
 
 
-def _isolated(n: NodeView) -> bool:
+def _isolated(n: NodeInfo) -> bool:
     return n.mode in labels.ISOLATED_MODES
 
 
-def _malformed(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
-    yield from n.problems
+def _malformed(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
+    return (p.offence for p in n.problems)
 
 
-def _label_values(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _label_values(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     allowed = labels.SHARED_MODES + labels.OTHER_MODES
     if n.mode is not None and n.mode not in allowed:
         yield f"metadata.labels.{labels.SCHEDULE_LABEL}", n.mode, f"one of {', '.join(allowed)}"
@@ -28,17 +29,17 @@ def _label_values(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
         yield f"metadata.labels.{labels.PLACEMENT_LABEL}", placement, " or ".join(labels.PLACEMENTS)
 
 
-def _core_capacity(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _core_capacity(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     if n.mode == "core_mem" and n.gpu_count and n.core != 100 * n.gpu_count:
         yield f"status.capacity.{labels.GPU_CORE}", n.core, f"{100 * n.gpu_count} (100 per GPU) on a core_mem node"
 
 
-def _even_split(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _even_split(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     if n.gpu_count and n.gpu_mem % n.gpu_count:
         yield f"status.capacity.{labels.GPU_MEM}", n.gpu_mem, f"a multiple of gpu-count {n.gpu_count}"
 
 
-def _family(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _family(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     instance = n.instance_type
     if _isolated(n) and instance:
         match = re.match(r"^(?:ecs\.)?([a-z]+\d+[a-z]*)", instance)
@@ -50,19 +51,19 @@ def _family(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
             )
 
 
-def _os(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _os(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     image = str(n.node_info.get("osImage", ""))
     if _isolated(n) and image and not any(name in image.lower() for name in cgpu.OPERATING_SYSTEMS):
         yield "status.nodeInfo.osImage", image, "CentOS, Ubuntu or Alibaba Cloud Linux for cGPU"
 
 
-def _docker(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _docker(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     runtime = str(n.node_info.get("containerRuntimeVersion", ""))
     if _isolated(n) and runtime.startswith("docker://") and not at_least(runtime.split("//", 1)[1], cgpu.MIN_DOCKER):
         yield "status.nodeInfo.containerRuntimeVersion", runtime, f"Docker >= {cgpu.MIN_DOCKER} for cGPU"
 
 
-def _region(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _region(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     region = n.region
     if n.mode == "core_mem" and region and region not in profiles.COMPUTE_REGIONS:
         yield "metadata.labels.topology.kubernetes.io/region", region, "a region with compute allocation"
@@ -70,7 +71,7 @@ def _region(n: NodeView, ctx: ClusterFacts) -> Iterable[Offence]:
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        "GN301",
+        nodes.MALFORMED,
         "error",
         "node",
         "GPU capacity must be whole numbers",

@@ -3,48 +3,27 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gpushare.domain import labels
+from gpushare.kube import workloads
+from gpushare.kube.workloads import Workload
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
-from gpushare.policy.views import PodView
 
-CORE = f"resources.limits.{labels.GPU_CORE}"
-MEM = f"resources.limits.{labels.GPU_MEM}"
-
-
-def _malformed(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
-    yield from p.problems
+CORE = workloads.CORE_FIELD
+MEM = workloads.MEM_FIELD
 
 
-def _core_step(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
-    if p.core and (p.core % 5 or not 5 <= p.core <= 100):
-        yield CORE, p.core, "a multiple of 5 from 5 to 100 (percent of one GPU)"
+def _found_on_reading(rule: str) -> Callable[[Workload, ClusterFacts], Iterable[Offence]]:
+    """Rules the workload reader checks itself (so `place` refuses a pod with the same ID): report its problems."""
+
+    def check(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+        return p.problems_of(rule)
+
+    return check
 
 
-def _core_needs_mem(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
-    if p.core and not p.gpu_mem:
-        yield MEM, 0, f"a GPU memory request alongside {labels.GPU_CORE}"
-
-
-def _gpu_count(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
-    raw = p.gpu_count_label
-    if raw is None:
-        return
-    field = f"metadata.labels.{labels.GPU_COUNT}"
-    if not re.fullmatch(r"[1-9][0-9]*", str(raw)):
-        yield field, raw, "a positive integer (GPUs the pod spans)"
-    elif p.gpu_mem % int(str(raw)):
-        yield field, raw, f"a divisor of the memory request {p.gpu_mem} (each GPU gets an equal share)"
-
-
-def _multi_with_core(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
-    raw = p.gpu_count_label
-    if raw is not None and str(raw).isdigit() and int(str(raw)) > 1 and p.core:
-        yield CORE, p.core, f"no compute request on a multi-GPU pod ({labels.GPU_COUNT}={raw})"
-
-
-def _core_nodes(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _core_nodes(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     if not p.core:
         return
     wanted = p.node_selector.get(labels.SCHEDULE_LABEL)
@@ -62,7 +41,7 @@ def largest_gpu(ctx: ClusterFacts) -> int:
     return int(cached)
 
 
-def _too_big(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _too_big(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     if not p.gpu_mem or not ctx.nodes:
         return
     raw = p.gpu_count_label
@@ -72,7 +51,7 @@ def _too_big(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
         yield MEM, p.gpu_mem, f"at most {largest} per GPU: no GPU in the inventory is larger"
 
 
-def _mixed_on_node(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _mixed_on_node(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     node = p.pinned_node
     if not node or not p.gpu_mem:
         return
@@ -83,7 +62,7 @@ def _mixed_on_node(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
             return
 
 
-def _label_values(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _label_values(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     selector = p.node_selector
     mode = selector.get(labels.SCHEDULE_LABEL)
     allowed = labels.SHARED_MODES + labels.OTHER_MODES
@@ -97,7 +76,7 @@ def _label_values(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
 _MEM_LIST = re.compile(r"^\d+(,\d+)*$")
 
 
-def _cgpu_env(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _cgpu_env(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     for container, name, value in p.env:
         field = f"containers[{container}].env.{name}"
         if name in ("ALIYUN_COM_GPU_MEM_CONTAINER", "ALIYUN_COM_GPU_MEM_DEV"):
@@ -111,7 +90,7 @@ def _cgpu_env(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
             yield field, value, "a whole number >= 1 (above 1 selects weighted preemptive scheduling)"
 
 
-def _cgpu_disabled(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
+def _cgpu_disabled(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     for container, name, value in p.env:
         if name == "ALIYUN_COM_GPU_MEM_CONTAINER" and value is not None and _MEM_LIST.match(str(value).strip()):
             numbers = [int(v) for v in str(value).split(",")]
@@ -121,49 +100,49 @@ def _cgpu_disabled(p: PodView, ctx: ClusterFacts) -> Iterable[Offence]:
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        "GW201",
+        workloads.MALFORMED,
         "error",
         "workload",
         "GPU resources must be whole, non-negative numbers, requests equal to limits",
         "Write aliyun.com/gpu-mem and gpu-core.percentage as integers in limits.",
         "Kubernetes extended resources",
-        _malformed,
+        _found_on_reading(workloads.MALFORMED),
     ),
     Rule(
-        "GW202",
+        workloads.CORE_STEP,
         "error",
         "workload",
         "Compute (gpu-core.percentage) is a multiple of 5 from 5 to 100",
         "Round the compute share to a multiple of 5.",
         "seed 002",
-        _core_step,
+        _found_on_reading(workloads.CORE_STEP),
     ),
     Rule(
-        "GW203",
+        workloads.CORE_NEEDS_MEM,
         "error",
         "workload",
         "A compute request needs a GPU memory request",
         "Add aliyun.com/gpu-mem.",
         "seed 002",
-        _core_needs_mem,
+        _found_on_reading(workloads.CORE_NEEDS_MEM),
     ),
     Rule(
-        "GW204",
+        workloads.GPU_COUNT,
         "error",
         "workload",
         "aliyun.com/gpu-count is a positive integer dividing the memory request",
         "Make gpu-mem a multiple of the GPU count.",
         "ACK multi-card sharing",
-        _gpu_count,
+        _found_on_reading(workloads.GPU_COUNT),
     ),
     Rule(
-        "GW205",
+        workloads.MULTI_WITH_CORE,
         "error",
         "workload",
         "Multi-GPU pods cannot request compute",
         "Drop gpu-core.percentage or the gpu-count label.",
         "ACK multi-card sharing",
-        _multi_with_core,
+        _found_on_reading(workloads.MULTI_WITH_CORE),
     ),
     Rule(
         "GW206",

@@ -1,0 +1,108 @@
+"""Node objects, read once for every command: labels, taints, GPU capacity and what the node can allocate.
+
+Lenient like the workload reader: a malformed capacity is a `Problem` (GN301) for the caller to report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare.domain import labels
+from gpushare.domain.quantity import QuantityError, count, milli, whole
+from gpushare.kube.documents import Source
+from gpushare.kube.workloads import Problem
+
+MALFORMED = "GN301"
+#: kubelet's default when a Node reports no pod capacity.
+DEFAULT_MAX_PODS = 110
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class NodeInfo:
+    name: str
+    labels: dict[str, str]
+    source: Source
+    taints: list[dict[str, Any]] = field(default_factory=list)
+    unschedulable: bool = False
+    gpu_mem: int = 0  # capacity (allocatable when no capacity is reported)
+    gpu_mem_allocatable: int = 0
+    gpu_count: int = 0
+    core: int = 0
+    cpu: int = 0  # allocatable millicores
+    memory: int = 0  # allocatable bytes
+    pods: int = DEFAULT_MAX_PODS
+    address: str = ""  # InternalIP
+    node_info: dict[str, Any] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str | None:
+        return self.labels.get(labels.SCHEDULE_LABEL)
+
+    @property
+    def per_gpu(self) -> int:
+        return self.gpu_mem // self.gpu_count if self.gpu_count else self.gpu_mem
+
+    @property
+    def instance_type(self) -> str | None:
+        return self.labels.get("node.kubernetes.io/instance-type") or self.labels.get(
+            "beta.kubernetes.io/instance-type"
+        )
+
+    @property
+    def region(self) -> str | None:
+        return self.labels.get("topology.kubernetes.io/region") or self.labels.get(
+            "failure-domain.beta.kubernetes.io/region"
+        )
+
+
+def read_node(src: Source) -> NodeInfo | None:
+    """The node's facts; None for other kinds."""
+    obj = src.obj
+    if obj.get("kind") != "Node":
+        return None
+    meta = _dict(obj.get("metadata"))
+    status = _dict(obj.get("status"))
+    spec = _dict(obj.get("spec"))
+    capacity = _dict(status.get("capacity"))
+    allocatable = _dict(status.get("allocatable")) or capacity
+    info = NodeInfo(
+        str(meta.get("name") or "unnamed"),
+        {str(k): str(v) for k, v in _dict(meta.get("labels")).items()},
+        src,
+        [t for t in spec.get("taints") or [] if isinstance(t, dict)] if isinstance(spec.get("taints"), list) else [],
+        bool(spec.get("unschedulable")),
+        node_info=_dict(status.get("nodeInfo")),
+    )
+
+    def read(where: str, table: dict[str, Any], resource: str, parse: Any, default: int) -> int:
+        raw = table.get(resource)
+        if raw is None:
+            return default
+        try:
+            return int(parse(raw))
+        except QuantityError as exc:
+            info.problems.append(Problem(MALFORMED, f"status.{where}.{resource}", raw, f"a valid quantity ({exc})"))
+            return default
+
+    for resource, attr in ((labels.GPU_MEM, "gpu_mem"), (labels.GPU_COUNT, "gpu_count"), (labels.GPU_CORE, "core")):
+        table, where = (capacity, "capacity") if resource in capacity else (allocatable, "allocatable")
+        setattr(info, attr, read(where, table, resource, count, 0))
+    info.gpu_mem_allocatable = read("allocatable", allocatable, labels.GPU_MEM, count, info.gpu_mem)
+    info.cpu = read("allocatable", allocatable, "cpu", milli, 0)
+    info.memory = read("allocatable", allocatable, "memory", whole, 0)
+    info.pods = read("allocatable", allocatable, "pods", whole, DEFAULT_MAX_PODS)
+    info.address = next(
+        (
+            str(a.get("address", ""))
+            for a in status.get("addresses") or []
+            if isinstance(a, dict) and a.get("type") == "InternalIP"
+        ),
+        "",
+    )
+    return info

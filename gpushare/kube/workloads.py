@@ -1,0 +1,255 @@
+"""Pods and controllers, read once for every command: what a pod asks for, and what is wrong with it.
+
+`place`, `validate` and `preflight` all read workloads here, so a pod means the same to each and a
+malformed one is reported with the same rule ID everywhere. Reading is lenient: a bad value becomes a
+`Problem` (rule ID, field, value, what is allowed), never an exception. Requests are counted the way
+kube-scheduler counts them for node-level fit (containers summed, the largest init container if larger,
+plus overhead), and the GPU memory also the way the gpushare extender counts it (containers only).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare.domain import labels
+from gpushare.domain.quantity import QuantityError, count, milli, whole
+from gpushare.errors import shown
+from gpushare.kube.documents import Source
+
+CONTROLLERS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet")
+WORKLOAD_KINDS = ("Pod", *CONTROLLERS)
+
+# Rule IDs of the problems found while reading (their entries, with severity and remediation, are in
+# gpushare.policy.rules.workloads).
+MALFORMED = "GW201"
+CORE_STEP = "GW202"
+CORE_NEEDS_MEM = "GW203"
+GPU_COUNT = "GW204"
+MULTI_WITH_CORE = "GW205"
+
+CORE_FIELD = f"resources.limits.{labels.GPU_CORE}"
+MEM_FIELD = f"resources.limits.{labels.GPU_MEM}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a pod cannot be taken as it is: the rule it breaks, the field, the value and what is allowed."""
+
+    rule: str
+    field: str
+    value: Any
+    allowed: str
+
+    @property
+    def offence(self) -> tuple[str, Any, str]:
+        return self.field, self.value, self.allowed
+
+    @property
+    def message(self) -> str:
+        return f"{self.field}: {shown(self.value)} is not allowed; expected {self.allowed} [{self.rule}]"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+@dataclass
+class Workload:
+    """A Pod, or the pod template of a controller, with its requests summed."""
+
+    kind: str
+    namespace: str
+    name: str
+    labels: dict[str, Any]
+    annotations: dict[str, Any]
+    spec: dict[str, Any]
+    source: Source
+    #: Pods a controller asks for (replicas, parallelism); None for a Pod and a DaemonSet.
+    replicas: int | None = None
+    gpu_mem: int = 0  # aliyun.com/gpu-mem over the containers: what the extender counts
+    core: int = 0  # aliyun.com/gpu-core.percentage over the containers
+    cpu: int = 0  # millicores, node-level as kube-scheduler counts them
+    memory: int = 0  # bytes, node-level
+    #: Every resource of the pod, node-level (containers summed, largest init container, overhead).
+    requests: dict[str, int] = field(default_factory=dict)
+    env: list[tuple[str, str, Any]] = field(default_factory=list)  # (container, name, value)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def node_selector(self) -> dict[str, Any]:
+        return _dict(self.spec.get("nodeSelector"))
+
+    @property
+    def pinned_node(self) -> str | None:
+        node = self.spec.get("nodeName") or self.node_selector.get("kubernetes.io/hostname")
+        return str(node) if node else None
+
+    @property
+    def gpu_count_label(self) -> Any:
+        return self.labels.get(labels.GPU_COUNT)
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs the pod spans (ACK multi-GPU label); 1 when the label is absent or unusable."""
+        raw = self.gpu_count_label
+        return int(str(raw)) if raw is not None and re.fullmatch(r"[1-9][0-9]*", str(raw)) else 1
+
+    def problems_of(self, rule: str) -> Iterator[tuple[str, Any, str]]:
+        return (p.offence for p in self.problems if p.rule == rule)
+
+
+def _resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    res = _dict(container.get("resources"))
+    return _dict(res.get("requests")), _dict(res.get("limits"))
+
+
+def _quantity(resource: str) -> Any:
+    if resource == "cpu":
+        return milli
+    if resource in (labels.GPU_MEM, labels.GPU_CORE, labels.GPU_COUNT) or "/" in resource:
+        return count
+    return whole
+
+
+def _read_containers(view: Workload) -> None:
+    """Sum the requests; every quantity that does not parse is a problem, never an exception."""
+    spec = view.spec
+    summed: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for kind in ("containers", "initContainers"):
+        for i, raw in enumerate(_list(spec.get(kind))):
+            if not isinstance(raw, dict):
+                view.problems.append(Problem(MALFORMED, f"spec.{kind}[{i}]", raw, "a container (a mapping)"))
+                continue
+            cname = str(raw.get("name", i))
+            requests, limits = _resources(raw)
+            for resource in {*requests, *limits}:
+                value = requests.get(resource, limits.get(resource))
+                if resource in (labels.GPU_MEM, labels.GPU_CORE):
+                    value = limits.get(resource, requests.get(resource))
+                where = "limits" if resource in limits else "requests"
+                try:
+                    amount = _quantity(str(resource))(value)
+                except QuantityError as exc:
+                    view.problems.append(
+                        Problem(
+                            MALFORMED,
+                            f"{kind}[{cname}].resources.{where}.{resource}",
+                            value,
+                            f"a whole, non-negative number ({exc})"
+                            if _quantity(str(resource)) is count
+                            else f"a Kubernetes quantity ({exc})",
+                        )
+                    )
+                    continue
+                if (
+                    "/" in str(resource)
+                    and resource in limits
+                    and resource in requests
+                    and str(limits[resource]) != str(requests[resource])
+                ):
+                    view.problems.append(
+                        Problem(
+                            MALFORMED,
+                            f"{kind}[{cname}].resources.requests.{resource}",
+                            requests[resource],
+                            f"equal to the limit {limits[resource]!r} (extended resources)",
+                        )
+                    )
+                if kind == "containers":
+                    summed[resource] = summed.get(resource, 0) + amount
+                else:
+                    init_max[resource] = max(init_max.get(resource, 0), amount)
+            if kind == "containers":
+                for entry in _list(raw.get("env")):
+                    entry = _dict(entry)
+                    if "name" in entry:
+                        view.env.append((cname, str(entry["name"]), entry.get("value")))
+    view.gpu_mem = summed.get(labels.GPU_MEM, 0)
+    view.core = summed.get(labels.GPU_CORE, 0)
+    requests = {r: max(summed.get(r, 0), init_max.get(r, 0)) for r in {*summed, *init_max}}
+    for resource, value in _dict(spec.get("overhead")).items():
+        try:
+            requests[resource] = requests.get(resource, 0) + _quantity(str(resource))(value)
+        except QuantityError as exc:
+            view.problems.append(Problem(MALFORMED, f"spec.overhead.{resource}", value, f"a quantity ({exc})"))
+    view.requests = requests
+    view.cpu = requests.get("cpu", 0)
+    view.memory = requests.get("memory", 0)
+
+
+def _check_gpu_request(view: Workload) -> None:
+    """ACK's rules on what one pod may ask (seed 002, multi-card sharing): compute, gpu-count."""
+    core, mem = view.core, view.gpu_mem
+    if core and (core % 5 or not 5 <= core <= 100):
+        view.problems.append(Problem(CORE_STEP, CORE_FIELD, core, "a multiple of 5 from 5 to 100 (percent of one GPU)"))
+    if core and not mem:
+        view.problems.append(Problem(CORE_NEEDS_MEM, MEM_FIELD, 0, f"a GPU memory request alongside {labels.GPU_CORE}"))
+    raw = view.gpu_count_label
+    if raw is None:
+        return
+    label = f"metadata.labels.{labels.GPU_COUNT}"
+    if not re.fullmatch(r"[1-9][0-9]*", str(raw)):
+        view.problems.append(Problem(GPU_COUNT, label, raw, "a positive integer (GPUs the pod spans)"))
+        return
+    if mem % int(str(raw)):
+        view.problems.append(
+            Problem(GPU_COUNT, label, raw, f"a divisor of the memory request {mem} (each GPU gets an equal share)")
+        )
+    if int(str(raw)) > 1 and core:
+        view.problems.append(
+            Problem(
+                MULTI_WITH_CORE, CORE_FIELD, core, f"no compute request on a multi-GPU pod ({labels.GPU_COUNT}={raw})"
+            )
+        )
+
+
+def read_workload(src: Source) -> Workload | None:
+    """The pod of a Pod, or the pod template of a controller; None for other kinds."""
+    obj = src.obj
+    kind = obj.get("kind")
+    if kind not in WORKLOAD_KINDS:
+        return None
+    meta = _dict(obj.get("metadata"))
+    spec = _dict(obj.get("spec"))
+    pod_meta = meta
+    replicas: Any = None
+    if kind != "Pod":
+        if kind == "CronJob":
+            spec = _dict(_dict(spec.get("jobTemplate")).get("spec"))
+        if kind in ("Job", "CronJob"):
+            replicas = spec.get("parallelism", 1)
+        elif kind != "DaemonSet":
+            replicas = spec.get("replicas", 1)
+        template = _dict(spec.get("template"))
+        pod_meta, spec = _dict(template.get("metadata")), _dict(template.get("spec"))
+    view = Workload(
+        str(kind),
+        str(meta.get("namespace") or "default"),
+        str(meta.get("name") or "unnamed"),
+        _dict(pod_meta.get("labels")),
+        _dict(pod_meta.get("annotations")),
+        spec,
+        src,
+    )
+    if replicas is not None:
+        if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 0:
+            view.replicas = replicas
+        else:
+            field_name = "spec.parallelism" if kind in ("Job", "CronJob") else "spec.replicas"
+            view.problems.append(Problem(MALFORMED, field_name, replicas, "a whole number >= 0"))
+            view.replicas = 0
+    _read_containers(view)
+    _check_gpu_request(view)
+    return view
