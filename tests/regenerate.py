@@ -1,4 +1,5 @@
-"""Regenerate the repository's generated files: charts/ack-ai-installer (default settings) and the settings schema.
+"""Regenerate the repository's generated files: charts/ack-ai-installer (default settings), the settings schema
+and the README's tables of rules and scheduler configuration APIs.
 
 Run `python tests/regenerate.py` after changing the generator; test_generated_files_in_sync fails until you do.
 """
@@ -6,6 +7,7 @@ Run `python tests/regenerate.py` after changing the generator; test_generated_fi
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,24 +15,65 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gpushare import render  # noqa: E402
+from gpushare.domain.versions import MINORS, default_api, served_apis  # noqa: E402
+from gpushare.policy.rules import RULES  # noqa: E402
 from gpushare.settings.model import settings_schema  # noqa: E402
 
 CHART = REPO / "charts" / "ack-ai-installer"
 SETTINGS_SCHEMA = REPO / "schemas" / "installer-settings.schema.json"
 
 
+README = REPO / "README.md"
+
+
+def _config_apis() -> str:
+    """The scheduler configuration APIs each minor serves, minors with the same row merged."""
+    rows: list[tuple[list[int], str, str]] = []
+    for minor in MINORS:
+        default = default_api(minor)
+        others = ", ".join(api for api in served_apis(minor) if api != default)
+        if rows and rows[-1][1:] == (default, others):
+            rows[-1][0].append(minor)
+        else:
+            rows.append(([minor], default, others))
+    lines = ["| minor | default | also served |", "|---|---|---|"]
+    for minors, default, others in rows:
+        span = f"1.{minors[0]}" if len(minors) == 1 else f"1.{minors[0]} - 1.{minors[-1]}"
+        lines.append(f"| {span} | {default} | {others or '-'} |")
+    return "\n".join(lines)
+
+
+def _rules() -> str:
+    lines = ["| ID | severity | target | rule | source |", "|---|---|---|---|---|"]
+    lines += [f"| {r.id} | {r.severity} | {r.target} | {r.summary} | {r.source} |" for r in RULES]
+    return "\n".join(lines)
+
+
+def readme(text: str) -> str:
+    """The README with its generated tables (between `<!-- generated: NAME -->` and `<!-- end: NAME -->`) made anew."""
+    for name, body in (("config-apis", _config_apis()), ("rules", _rules())):
+        pattern = re.compile(rf"(<!-- generated: {name} .*?-->\n).*?(<!-- end: {name} -->)", re.S)
+        text, found = pattern.subn(lambda m, body=body: f"{m[1]}{body}\n{m[2]}", text)
+        if found != 1:
+            raise SystemExit(f"README.md: no generated block {name!r}")
+    return text
+
+
 def expected() -> dict[Path, str]:
     files = {CHART / rel: text for rel, text in render(format="chart").files.items()}
     files[SETTINGS_SCHEMA] = json.dumps(settings_schema(), indent=2) + "\n"
+    files[README] = readme(README.read_text())
     return files
 
 
 def main() -> int:
     from gpushare.generate.output import write_file, write_tree
 
+    want = expected()
     write_tree(CHART, render(format="chart").files)
-    write_file(SETTINGS_SCHEMA, expected()[SETTINGS_SCHEMA])
-    print(f"wrote {CHART.relative_to(REPO)} and {SETTINGS_SCHEMA.relative_to(REPO)}")
+    for path in (SETTINGS_SCHEMA, README):
+        write_file(path, want[path])
+    print(f"wrote {CHART.relative_to(REPO)}, {SETTINGS_SCHEMA.relative_to(REPO)} and the tables of README.md")
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpushare.domain import cgpu, profiles
+from gpushare.domain import cgpu, profiles, sources
 from gpushare.domain.versionstr import at_least, numbers, valid
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
 
@@ -118,7 +118,13 @@ def _unit_switch(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        "GC401", "error", "cluster", "Versions must be readable", "Pass versions like 1.2.3.", "-", _versions_readable
+        "GC401",
+        "error",
+        "cluster",
+        "Versions must be readable",
+        "Pass versions like 1.2.3.",
+        sources.GPUSHARE_FACTS,
+        _versions_readable,
     ),
     Rule(
         "GC402",
@@ -126,7 +132,7 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "Compute allocation needs Kubernetes >= 1.20, chart >= 1.2.0, cGPU >= 1.0.5",
         "Upgrade the cluster, ack-ai-installer or cGPU.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _compute_minimums,
     ),
     Rule(
@@ -135,7 +141,7 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "Compute allocation needs ACK's minimum kube-scheduler for the version",
         "Upgrade the scheduler (clusters created before 2022-03-01 need it).",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _scheduler,
     ),
     Rule(
@@ -144,7 +150,7 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "Compute allocation is offered in some regions only",
         "Use a listed region.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Limits"),
         _region,
     ),
     Rule(
@@ -153,7 +159,7 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "128MiB units need ACK Pro >= 1.18.8",
         "Upgrade the cluster.",
-        "seed 000",
+        sources.section(sources.ACK_MEMORY_UNIT, "Prerequisites"),
         _small_unit,
     ),
     Rule(
@@ -162,7 +168,7 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "cGPU 1.5.7 can deadlock the kernel",
         "Install cGPU >= 1.5.8.",
-        "seed 004",
+        sources.section(sources.CGPU, "Prerequisites"),
         _deadlock,
     ),
     Rule(
@@ -171,7 +177,7 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "cGPU before 1.5.10: ACK's FAQ asks for an upgrade",
         "Upgrade cGPU to >= 1.5.10.",
-        "ACK cGPU FAQ",
+        sources.CGPU_FAQ,
         _old_cgpu,
     ),
     Rule(
@@ -180,20 +186,34 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "The NVIDIA driver must be one the cGPU release supports",
         "Pick a driver from the cGPU compatibility table, or upgrade cGPU.",
-        "ACK cGPU FAQ",
+        sources.CGPU_FAQ,
         _driver_compat,
     ),
     Rule(
-        "GC409", "error", "cluster", "cGPU needs NVIDIA driver >= 418.87.01", "Upgrade the driver.", "seed 004", _driver
+        "GC409",
+        "error",
+        "cluster",
+        "cGPU needs NVIDIA driver >= 418.87.01",
+        "Upgrade the driver.",
+        sources.section(sources.CGPU, "Prerequisites"),
+        _driver,
     ),
-    Rule("GC410", "error", "cluster", "cGPU needs Docker >= 19.03.5", "Upgrade Docker.", "seed 004", _docker),
+    Rule(
+        "GC410",
+        "error",
+        "cluster",
+        "cGPU needs Docker >= 19.03.5",
+        "Upgrade Docker.",
+        sources.section(sources.CGPU, "Prerequisites"),
+        _docker,
+    ),
     Rule(
         "GC411",
         "error",
         "cluster",
         "No memory-unit switch while pods hold GPU memory",
         "Delete every pod requesting aliyun.com/gpu-mem, uninstall, reinstall with the new unit.",
-        "seed 000",
+        sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _unit_switch,
     ),
 )

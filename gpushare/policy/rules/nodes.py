@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gpushare.domain import cgpu, labels, profiles
+from gpushare.domain import cgpu, labels, profiles, sources
 from gpushare.domain.versionstr import at_least
 from gpushare.kube import nodes
 from gpushare.kube.nodes import NodeInfo
@@ -76,7 +76,7 @@ RULES: tuple[Rule, ...] = (
         "node",
         "GPU capacity must be whole numbers",
         "Fix the device plugin's report.",
-        "facts 1",
+        sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia (capacity reported per node)"),
         _malformed,
     ),
     Rule(
@@ -85,7 +85,7 @@ RULES: tuple[Rule, ...] = (
         "node",
         "GPU node labels must be valid values",
         "ack.node.gpu.schedule: share, cgpu, core_mem, default, mps, topology, mig; placement: binpack, spread.",
-        "ACK GPU labels",
+        sources.ACK_GPU_LABELS,
         _label_values,
     ),
     Rule(
@@ -94,7 +94,9 @@ RULES: tuple[Rule, ...] = (
         "node",
         "core_mem nodes report 100 compute per GPU",
         "Re-add the node through a node pool labelled core_mem (kubectl label cannot convert it).",
-        "seed 002",
+        sources.section(
+            sources.ACK_COMPUTE, "Step 2: Check whether computing power allocation is enabled for the node pool"
+        ),
         _core_capacity,
     ),
     Rule(
@@ -103,7 +105,7 @@ RULES: tuple[Rule, ...] = (
         "node",
         "GPU memory should split evenly over the GPUs",
         "Check the device plugin's gpu-count.",
-        "upstream-extender",
+        sources.section(sources.EXTENDER, "pkg/cache/nodeinfo.go (memory per device = capacity / count)"),
         _even_split,
     ),
     Rule(
@@ -112,7 +114,7 @@ RULES: tuple[Rule, ...] = (
         "node",
         "cGPU runs on listed instance families only",
         "Use a listed family.",
-        "seed 004",
+        sources.section(sources.CGPU, "Prerequisites"),
         _family,
     ),
     Rule(
@@ -121,17 +123,25 @@ RULES: tuple[Rule, ...] = (
         "node",
         "cGPU supports CentOS, Ubuntu and Alibaba Cloud Linux",
         "Use a supported OS.",
-        "seed 004",
+        sources.section(sources.CGPU, "Prerequisites"),
         _os,
     ),
-    Rule("GN307", "error", "node", "cGPU needs Docker >= 19.03.5", "Upgrade Docker on the node.", "seed 004", _docker),
+    Rule(
+        "GN307",
+        "error",
+        "node",
+        "cGPU needs Docker >= 19.03.5",
+        "Upgrade Docker on the node.",
+        sources.section(sources.CGPU, "Prerequisites"),
+        _docker,
+    ),
     Rule(
         "GN308",
         "error",
         "node",
         "core_mem nodes must be in a region with compute allocation",
         "Use a listed region.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Limits"),
         _region,
     ),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpushare.domain import profiles, versions
+from gpushare.domain import profiles, sources, versions
 from gpushare.errors import InputError
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
 from gpushare.settings.model import InstallerSettings
@@ -140,7 +140,7 @@ DOCUMENT_RULE = Rule(
     "settings",
     "The settings document must match its schema",
     "See schemas/installer-settings.schema.json.",
-    "gpushare",
+    sources.GPUSHARE,
     _loads,
 )
 
@@ -152,7 +152,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "GPU memory unit must be one the profile supports",
         "Use 1GiB or 128MiB with profile ack, GiB or MiB with open-source.",
-        "seed 000; upstream-plugin",
+        sources.section(sources.ACK_MEMORY_UNIT, "Prerequisites"),
         _unit,
     ),
     Rule(
@@ -161,7 +161,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Isolation modes must be ones the profile supports",
         "The open-source device plugin shares without isolation: use isolation [share].",
-        "seed 001; facts 5",
+        sources.section(sources.ACK_OVERVIEW, "Basic and professional editions"),
         _isolation,
     ),
     Rule(
@@ -170,7 +170,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Scheduler mode must be one the profile supports",
         "managed needs ACK Pro; elsewhere use secondary or control-plane.",
-        "facts 6",
+        sources.section(sources.ACK_OVERVIEW, "Basic and professional editions"),
         _scheduler_mode,
     ),
     Rule(
@@ -179,7 +179,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Compute allocation needs the ack profile",
         "Drop computeAllocation or use profile ack on ACK Pro.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _compute_profile,
     ),
     Rule(
@@ -188,7 +188,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Compute allocation and core_mem nodes go together",
         "Set computeAllocation: true together with isolation core_mem.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Step 1: Create a node pool that supports computing power allocation"),
         _compute_core_mem,
     ),
     Rule(
@@ -197,7 +197,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Compute allocation needs ACK Pro's managed scheduler",
         "Use scheduler.mode managed on ACK Pro.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _compute_managed,
     ),
     Rule(
@@ -206,7 +206,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Compute allocation is offered in some regions only",
         "Use a cluster in a listed region or disable computeAllocation.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Limits"),
         _compute_region,
     ),
     Rule(
@@ -215,7 +215,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Region unknown: compute-allocation support not checked",
         "Pass --region so the region list can be checked.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Limits"),
         _compute_region_unknown,
     ),
     Rule(
@@ -224,7 +224,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Scheduler configuration API must be served by the target Kubernetes minor",
         "Use --scheduler-config-api auto, or one the minor serves.",
-        "facts 6",
+        sources.SCHEDULER_CONFIG,
         _config_api_served,
     ),
     Rule(
@@ -233,7 +233,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Scheduler configuration API is deprecated in the target minor",
         "Use the minor's newest API (auto).",
-        "facts 6",
+        sources.SCHEDULER_CONFIG,
         _config_api_deprecated,
     ),
     Rule(
@@ -242,7 +242,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Scheduler configuration API is ignored in managed mode",
         "Leave scheduler.configApi at auto.",
-        "facts 6",
+        sources.SCHEDULER_CONFIG,
         _config_api_managed,
     ),
     Rule(
@@ -251,7 +251,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "128MiB units on cgpu nodes still cap a GPU at 16 pods",
         "Serve share nodes for fine-grained units, or plan for 16 pods per GPU.",
-        "seed 000",
+        sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _small_unit_cgpu,
     ),
     Rule(
@@ -260,7 +260,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Node autoscaling does not scale out for 128MiB requests",
         "Keep 1GiB units in autoscaled node pools.",
-        "seed 000",
+        sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _small_unit_autoscaling,
     ),
     Rule(
@@ -269,7 +269,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "A secondary scheduler cannot use the Policy file from 1.22",
         "Use a KubeSchedulerConfiguration API (auto).",
-        "kube-scheduler 1.22 options",
+        sources.SCHEDULER_1_22,
         _policy_secondary,
     ),
     Rule(
@@ -278,7 +278,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "control-plane mode needs the control plane's Kubernetes version",
         "Pass --kube-version with the version kubeadm runs.",
-        "facts 6",
+        sources.GPUSHARE_CONTROL_PLANE,
         _control_plane_version,
     ),
 )

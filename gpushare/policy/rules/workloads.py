@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from gpushare.domain import labels
+from gpushare.domain import labels, sources
 from gpushare.kube import workloads
 from gpushare.kube.workloads import Workload
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
@@ -105,7 +105,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "GPU resources must be whole, non-negative numbers, requests equal to limits",
         "Write aliyun.com/gpu-mem and gpu-core.percentage as integers in limits.",
-        "Kubernetes extended resources",
+        "Kubernetes: extended resources (requests equal limits, whole numbers)",
         _found_on_reading(workloads.MALFORMED),
     ),
     Rule(
@@ -114,7 +114,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "Compute (gpu-core.percentage) is a multiple of 5 from 5 to 100",
         "Round the compute share to a multiple of 5.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Limits"),
         _found_on_reading(workloads.CORE_STEP),
     ),
     Rule(
@@ -123,7 +123,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "A compute request needs a GPU memory request",
         "Add aliyun.com/gpu-mem.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Step 3: Use computing power allocation"),
         _found_on_reading(workloads.CORE_NEEDS_MEM),
     ),
     Rule(
@@ -132,7 +132,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "aliyun.com/gpu-count is a positive integer dividing the memory request",
         "Make gpu-mem a multiple of the GPU count.",
-        "ACK multi-card sharing",
+        sources.ACK_MULTI_GPU,
         _found_on_reading(workloads.GPU_COUNT),
     ),
     Rule(
@@ -141,7 +141,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "Multi-GPU pods cannot request compute",
         "Drop gpu-core.percentage or the gpu-count label.",
-        "ACK multi-card sharing",
+        sources.ACK_MULTI_GPU,
         _found_on_reading(workloads.MULTI_WITH_CORE),
     ),
     Rule(
@@ -150,7 +150,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "Compute requests run on core_mem nodes only",
         "Select ack.node.gpu.schedule=core_mem nodes (add a labelled node pool).",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Limits"),
         _core_nodes,
     ),
     Rule(
@@ -159,7 +159,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "A pod cannot ask one GPU for more memory than any GPU has",
         "Lower the request, or split it with aliyun.com/gpu-count.",
-        "facts 4",
+        sources.section(sources.EXTENDER, "pkg/cache/gpu.go (one device must hold the request)"),
         _too_big,
     ),
     Rule(
@@ -168,7 +168,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "Memory-only and compute GPU pods never share a node",
         "Pin them to different nodes.",
-        "seed 002",
+        sources.section(sources.ACK_COMPUTE, "Limits"),
         _mixed_on_node,
     ),
     Rule(
@@ -177,7 +177,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "GPU node labels in selectors must be valid values",
         "Use share, cgpu, core_mem (or default, mps, topology, mig); binpack or spread.",
-        "ACK GPU labels",
+        sources.ACK_GPU_LABELS,
         _label_values,
     ),
     Rule(
@@ -186,7 +186,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "cGPU environment variables follow cGPU's syntax",
         "ALIYUN_COM_GPU_MEM_CONTAINER/_DEV: 3 or 3,1; ALIYUN_COM_GPU_SCHD_WEIGHT: an integer >= 1.",
-        "seed 004",
+        sources.section(sources.CGPU, "Run the cGPU service"),
         _cgpu_env,
     ),
     Rule(
@@ -195,7 +195,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "This cGPU memory setting turns isolation off",
         "Set the visible memory in GiB, or remove the variable.",
-        "seed 004",
+        sources.section(sources.CGPU, "Run the cGPU service"),
         _cgpu_disabled,
     ),
 )
