@@ -20,6 +20,23 @@ from gpushare.policy.rules import RULES  # noqa: E402
 from gpushare.settings.model import settings_schema  # noqa: E402
 
 CHART = REPO / "charts" / "ack-ai-installer"
+#: Golden renders of representative settings, checked in so a reviewer sees every template change in a diff.
+GOLDEN_DIR = REPO / "charts" / "golden"
+GOLDEN: dict[str, dict[str, object]] = {
+    "ack-managed-compute-1.28": {
+        "profile": "ack",
+        "kubernetesVersion": "1.28",
+        "isolation": ["share", "cgpu", "core_mem"],
+        "computeAllocation": True,
+        "region": "cn-beijing",
+    },
+    "open-source-secondary-universal": {"profile": "open-source"},
+    "open-source-control-plane-1.24": {
+        "profile": "open-source",
+        "kubernetesVersion": "1.24",
+        "scheduler": {"mode": "control-plane"},
+    },
+}
 SETTINGS_SCHEMA = REPO / "schemas" / "installer-settings.schema.json"
 
 
@@ -59,8 +76,16 @@ def readme(text: str) -> str:
     return text
 
 
+def charts() -> dict[Path, dict[str, str]]:
+    """Each generated chart directory and its files."""
+    result = {CHART: render(format="chart").files}
+    for name, settings in GOLDEN.items():
+        result[GOLDEN_DIR / name] = render(settings, format="chart").files
+    return result
+
+
 def expected() -> dict[Path, str]:
-    files = {CHART / rel: text for rel, text in render(format="chart").files.items()}
+    files = {directory / rel: text for directory, tree in charts().items() for rel, text in tree.items()}
     files[SETTINGS_SCHEMA] = json.dumps(settings_schema(), indent=2) + "\n"
     files[README] = readme(README.read_text())
     return files
@@ -70,10 +95,11 @@ def main() -> int:
     from gpushare.generate.output import write_file, write_tree
 
     want = expected()
-    write_tree(CHART, render(format="chart").files)
+    for directory, tree in charts().items():
+        write_tree(directory, tree)
     for path in (SETTINGS_SCHEMA, README):
         write_file(path, want[path])
-    print(f"wrote {CHART.relative_to(REPO)}, {SETTINGS_SCHEMA.relative_to(REPO)} and the tables of README.md")
+    print(f"wrote the charts under charts/, {SETTINGS_SCHEMA.relative_to(REPO)} and the tables of README.md")
     return 0
 
 

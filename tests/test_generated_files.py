@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from jsonschema import Draft202012Validator
-from regenerate import CHART, SETTINGS_SCHEMA, expected
+from regenerate import REPO, SETTINGS_SCHEMA, expected
 
 from gpushare import load_settings
 
@@ -13,7 +13,7 @@ from gpushare import load_settings
 def test_generated_files_in_sync() -> None:
     want = expected()
     stale = [str(p) for p, text in want.items() if not p.exists() or p.read_text() != text]
-    extra = [str(p) for p in CHART.rglob("*") if p.is_file() and p not in want]  # README and schema: in `want`
+    extra = [str(p) for p in (REPO / "charts").rglob("*") if p.is_file() and p not in want]
     assert not stale and not extra, f"run `python tests/regenerate.py`: stale {stale}, unexpected {extra}"
 
 

@@ -24,7 +24,40 @@ from gpushare.settings.model import InstallerSettings, settings_schema
 
 CHART_NAME = "ack-ai-installer"
 
-_HELPERS = """{{/* Image reference: pinned by digest when one is set, else repository:tag. */}}
+_HELPERS = """{{/* Prefix of every object's name: the release name when it says gpushare, else "<release>-gpushare". */}}
+{{- define "gpushare.fullname" -}}
+{{- $name := .Release.Name -}}
+{{- if not (contains "gpushare" $name) -}}{{- $name = printf "%s-gpushare" $name -}}{{- end -}}
+{{- $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Chart name and version, for the helm.sh/chart label. */}}
+{{- define "gpushare.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The labels that select a component's pods; never change them (selectors are immutable).
+Takes (dict "root" $ "component" NAME ["extra" (dict ...)]). */}}
+{{- define "gpushare.selectorLabels" -}}
+app.kubernetes.io/name: gpushare
+app.kubernetes.io/instance: {{ .root.Release.Name | quote }}
+app.kubernetes.io/component: {{ .component }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Every object's labels: the selector labels, the component's version, who manages it.
+Takes (dict "root" $ "component" NAME "version" VERSION ["extra" (dict ...)]). */}}
+{{- define "gpushare.labels" -}}
+{{ include "gpushare.selectorLabels" . }}
+app.kubernetes.io/part-of: gpushare
+app.kubernetes.io/version: {{ .version | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ include "gpushare.chart" .root }}
+{{- end -}}
+
+{{/* Image reference: pinned by digest when one is set, else repository:tag. */}}
 {{- define "gpushare.image" -}}
 {{- if .digest -}}{{ .repository }}@{{ .digest }}{{- else -}}{{ .repository }}:{{ .tag }}{{- end -}}
 {{- end -}}
@@ -34,35 +67,54 @@ _HELPERS = """{{/* Image reference: pinned by digest when one is set, else repos
 {{- trimSuffix "+" .Capabilities.KubeVersion.Minor | int -}}
 {{- end -}}
 
+{{/* kube-scheduler's version: the tag pinned in the values, else the cluster's own version. */}}
+{{- define "gpushare.schedulerVersion" -}}
+{{- .Values.scheduler.image.tag | default (regexFind "^v[0-9]+\\\\.[0-9]+\\\\.[0-9]+" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+
 {{/* kube-scheduler matches the cluster's version unless a tag or digest is pinned. */}}
 {{- define "gpushare.schedulerImage" -}}
 {{- $image := .Values.scheduler.image -}}
-{{- $tag := $image.tag | default (regexFind "^v[0-9]+\\\\.[0-9]+\\\\.[0-9]+" .Capabilities.KubeVersion.Version) -}}
+{{- $tag := include "gpushare.schedulerVersion" . -}}
 {{- include "gpushare.image" (dict "repository" $image.repository "tag" $tag "digest" $image.digest) -}}
 {{- end -}}
 """
 
 
-def _config_helper(stack: Stack) -> str:
-    """`gpushare.schedulerConfig`: the configuration text, chosen by the cluster's minor in a universal chart."""
-    configs = stack.configs
-    if not configs:
+def _config_helpers(stack: Stack) -> str:
+    """`gpushare.schedulerConfigApi` (the API: fixed, or by the cluster's minor in a universal chart) and
+    `gpushare.schedulerConfig` (the configuration file, one body for every API)."""
+    config = stack.config
+    if config is None:
         return ""
-    head = '\n{{/* The kube-scheduler configuration file. */}}\n{{- define "gpushare.schedulerConfig" -}}\n'
-    if stack.settings.version is not None:
-        return f"{head}{{{{ {configs[0].helm} }}}}\n{{{{- end -}}}}\n"
-    body = ['{{- $minor := include "gpushare.kubeMinor" . | int -}}']
-    for i, config in enumerate(configs):
-        word = "if" if i == 0 else "else if"
-        body.append(f"{{{{- {word} and (ge $minor {config.minors[0]}) (le $minor {config.minors[-1]}) -}}}}")
-        body.append(f"{{{{ {config.helm} }}}}")
-    low, high = versions.MINORS[0], versions.MINORS[-1]
-    body.append(
-        f'{{{{- else -}}}}{{{{ fail (printf "gpushare: Kubernetes 1.%d is not supported; '
-        f'this chart serves 1.{low}-1.{high}" $minor) }}}}'
+    if config.api is not None:
+        api = config.api
+    else:
+        branches = []
+        for i, (api_name, minors) in enumerate(_default_apis().items()):
+            word = "if" if i == 0 else "else if"
+            branches.append(f"{{{{- {word} and (ge $minor {minors[0]}) (le $minor {minors[-1]}) -}}}}{api_name}")
+        low, high = versions.MINORS[0], versions.MINORS[-1]
+        api = (
+            '\n{{- $minor := include "gpushare.kubeMinor" . | int -}}\n'
+            + "\n".join(branches)
+            + f'\n{{{{- else -}}}}{{{{ fail (printf "gpushare: Kubernetes 1.%d is not supported; '
+            f'this chart serves 1.{low}-1.{high}" $minor) }}}}\n{{{{- end -}}}}\n'
+        )
+    return (
+        "\n{{/* The kube-scheduler configuration API for the cluster's minor. */}}\n"
+        f'{{{{- define "gpushare.schedulerConfigApi" -}}}}{api}{{{{- end -}}}}\n'
+        "\n{{/* The kube-scheduler configuration file. */}}\n"
+        f'{{{{- define "gpushare.schedulerConfig" -}}}}\n{config.helm}{{{{ end -}}}}\n'
     )
-    body.append("{{- end -}}")
-    return head + "\n".join(body) + "\n{{- end -}}\n"
+
+
+def _default_apis() -> dict[str, list[int]]:
+    """Each default configuration API and the minors it is the default of, in order."""
+    result: dict[str, list[int]] = {}
+    for minor in versions.MINORS:
+        result.setdefault(versions.default_api(minor), []).append(minor)
+    return result
 
 
 def _submodel(annotation: Any) -> type[BaseModel] | None:
@@ -164,8 +216,8 @@ def chart_files(stack: Stack) -> dict[str, str]:
         "values.schema.json": json.dumps(values_schema(stack.settings), indent=2) + "\n",
         "gpushare-settings.yaml": dump(stack.settings.document()),
         ".helmignore": "control-plane/\ngpushare-settings.yaml\n",
-        "templates/_helpers.tpl": _HELPERS + _config_helper(stack),
-        "templates/NOTES.txt": notes(stack.settings, stack.requirements),
+        "templates/_helpers.tpl": _HELPERS + _config_helpers(stack),
+        "templates/NOTES.txt": notes(stack.settings, stack.requirements, helm=True),
     }
     for path, objects in stack.templates.items():
         files[f"templates/{path}"] = "".join("---\n" + to_helm(o) for o in objects)

@@ -34,7 +34,8 @@ _TEXT = _ENV.from_string(
      kubectl label node <node> [[ schedule_label ]]=[[ m ]][% if m == 'core_mem' %]   # only through a labelled node pool: kubectl label cannot add core_mem to an existing node[% endif %]
 
 [% endfor %]
-   Default placement is [[ placement ]]; per node: kubectl label node <node> [[ placement_label ]]=[[ other_placement ]]
+   GPU choice per node: binpack (the default) fills one GPU before the next;
+     kubectl label node <node> [[ placement_label ]]=spread   # spreads pods over the node's GPUs
 [% endif %]
 
 2. A pod asks for a share of one GPU (unit: [[ unit ]]):
@@ -54,10 +55,8 @@ _TEXT = _ENV.from_string(
 3. Change the kube-scheduler static pod on each control-plane node as control-plane/README.md says
    (files written beside this chart or manifest). Nothing was applied to the control plane.
 [% endif %]
-[% if unit in ('128MiB', 'MiB') %]
 
 Changing the memory unit later: delete every pod requesting [[ gpu_mem ]] first, then reinstall.
-[% endif %]
 [% for what, value in requirements.items() %]
 
 Requires [[ what ]]: [[ value ]].
@@ -76,8 +75,19 @@ def example(unit: str) -> tuple[int, str]:
     return units, size if MIB_PER_UNIT[unit] in (1, 1024) else f"{units} x {unit.replace('MiB', ' MiB')} = {size}"
 
 
-def notes(settings: InstallerSettings, requirements: dict[str, str] | None = None) -> str:
-    units, meaning = example(settings.gpu_memory_unit)
+def notes(settings: InstallerSettings, requirements: dict[str, str] | None = None, helm: bool = False) -> str:
+    """The notes for these settings; `helm`: as NOTES.txt, reading the values a user may set at install time."""
+    unit: str = settings.gpu_memory_unit
+    units, meaning = example(unit)
+    scheduler_name = settings.scheduler.name
+    example_units, example_meaning = str(units), meaning
+    if helm:
+        unit, scheduler_name = "{{ .Values.gpuMemoryUnit }}", "{{ .Values.scheduler.name }}"
+        pairs = [(u, example(u)) for u in settings.profile_info.memory_units]
+        example_units = "{{ get (dict " + " ".join(f'"{u}" "{n}"' for u, (n, _) in pairs) + ") .Values.gpuMemoryUnit }}"
+        example_meaning = (
+            "{{ get (dict " + " ".join(f'"{u}" "{m}"' for u, (_, m) in pairs) + ") .Values.gpuMemoryUnit }}"
+        )
     return (
         _TEXT.render(
             profile=settings.profile,
@@ -87,16 +97,14 @@ def notes(settings: InstallerSettings, requirements: dict[str, str] | None = Non
             os_label="=".join(labels.OPEN_SOURCE_NODE_LABEL),
             schedule_label=labels.SCHEDULE_LABEL,
             placement_label=labels.PLACEMENT_LABEL,
-            placement=settings.placement,
-            other_placement=next(p for p in labels.PLACEMENTS if p != settings.placement),
-            unit=settings.gpu_memory_unit,
-            scheduler_name=settings.scheduler.name,
+            unit=unit,
+            scheduler_name=scheduler_name,
             gpu_mem=labels.GPU_MEM,
             gpu_core=labels.GPU_CORE,
             gpu_count=labels.GPU_COUNT,
             compute=settings.compute_allocation,
-            example_units=units,
-            example_meaning=meaning,
+            example_units=example_units,
+            example_meaning=example_meaning,
             requirements=requirements or {},
         ).rstrip()
         + "\n"

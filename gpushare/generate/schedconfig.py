@@ -25,7 +25,7 @@ CONTROL_PLANE_FILE = {
 }
 
 
-def file_kind(api: str) -> str:
+def file_kind(api: str | None) -> str:
     return "json" if api == POLICY else "yaml"
 
 
@@ -37,7 +37,7 @@ def extender_url(ctx: ChartValues) -> Expr:
     )
 
 
-def extender_stanza(ctx: ChartValues, api: str) -> dict[str, Any]:
+def extender_stanza(ctx: ChartValues, api: str | None) -> dict[str, Any]:
     seconds = ctx.v("extender.httpTimeoutSeconds")
     policy = api == POLICY
     timeout = (
@@ -74,15 +74,26 @@ POLICY_PRIORITIES_1_22 = [
 ]
 
 
-def configuration(ctx: ChartValues, api: str, control_plane: bool, minor: int | None = None) -> dict[str, Any]:
-    """The configuration document for `api`; a secondary scheduler gets its own name and lease."""
+def api_version(api: str | None) -> Expr:
+    """`apiVersion` of a KubeSchedulerConfiguration: the API a minor's chart was rendered for, or, in a universal
+    chart, the one the cluster's minor serves (`gpushare.schedulerConfigApi`; `api` is then None)."""
+    return Expr(
+        f'printf "{CONFIG_GROUP}/%s" (include "gpushare.schedulerConfigApi" .)',
+        f"{CONFIG_GROUP}/{api or 'v1'}",
+        raw=True,
+    )
+
+
+def configuration(ctx: ChartValues, api: str | None, control_plane: bool, minor: int | None = None) -> dict[str, Any]:
+    """The configuration document for `api` (None: chosen at install); a secondary scheduler gets its own name and
+    lease."""
     if api == POLICY:
         policy: dict[str, Any] = {"kind": "Policy", "apiVersion": "v1"}
         if minor is not None and minor >= 22:
             policy["priorities"] = POLICY_PRIORITIES_1_22
         policy["extenders"] = [extender_stanza(ctx, api)]
         return policy
-    config: dict[str, Any] = {"apiVersion": f"{CONFIG_GROUP}/{api}", "kind": "KubeSchedulerConfiguration"}
+    config: dict[str, Any] = {"apiVersion": api_version(api), "kind": "KubeSchedulerConfiguration"}
     if control_plane:
         config["clientConnection"] = {"kubeconfig": KUBEADM_SCHEDULER_CONF}
         config["leaderElection"] = {"leaderElect": True}
@@ -100,7 +111,7 @@ def configuration(ctx: ChartValues, api: str, control_plane: bool, minor: int | 
     return config
 
 
-def serialise(api: str) -> Any:
+def serialise(api: str | None) -> Any:
     """The function that writes a configuration of `api` as its file text."""
     if api == POLICY:
         return lambda obj: json.dumps(obj, indent=2) + "\n"

@@ -20,10 +20,10 @@ from gpushare.settings.model import InstallerSettings
 
 @dataclass(frozen=True)
 class SchedulerConfig:
-    """One configuration API's file: concrete text (None in a chart that chooses at install) and its Helm pipeline."""
+    """The configuration file: its API (None in a universal chart, which picks it at install), its concrete text and
+    the same text as a Helm template body."""
 
-    api: str
-    minors: tuple[int, ...]
+    api: str | None
     text: str
     helm: str
 
@@ -41,32 +41,16 @@ class Stack:
         return self.settings.scheduler.mode
 
     @cached_property
-    def configs(self) -> list[SchedulerConfig]:
-        """The scheduler configuration: one for a known version, one per default API for a universal chart."""
-        if self.mode == profiles.MANAGED:
-            return []
-        control_plane = self.mode == profiles.CONTROL_PLANE
-        version = self.settings.version
-        if version is not None:
-            choices: dict[str, tuple[int, ...]] = {
-                versions.choose_api(self.settings.scheduler.config_api, version.minor): (version.minor,)
-            }
-        else:
-            choices = {}
-            for minor in versions.MINORS:
-                choices.setdefault(versions.default_api(minor), ())
-                choices[versions.default_api(minor)] += (minor,)
-        result = []
-        for api, minors in choices.items():
-            obj = schedconfig.configuration(self.ctx, api, control_plane, version.minor if version else None)
-            text, helm = text_of(obj, schedconfig.serialise(api))
-            result.append(SchedulerConfig(api, minors, text, helm))
-        return result
-
-    @property
     def config(self) -> SchedulerConfig | None:
-        """The single configuration when the version is known."""
-        return self.configs[0] if len(self.configs) == 1 and self.settings.version is not None else None
+        """The scheduler configuration, for the version given or (universal chart) for the cluster's at install."""
+        if self.mode == profiles.MANAGED:
+            return None
+        version = self.settings.version
+        api = versions.choose_api(self.settings.scheduler.config_api, version.minor) if version else None
+        minor = version.minor if version else None
+        obj = schedconfig.configuration(self.ctx, api, self.mode == profiles.CONTROL_PLANE, minor)
+        text, helm = text_of(obj, schedconfig.serialise(api))
+        return SchedulerConfig(api, text, helm)
 
     @cached_property
     def templates(self) -> dict[str, list[dict[str, Any]]]:
@@ -78,8 +62,9 @@ class Stack:
             files["cgpu/cgpu-installer.yaml"] = cgpu_objects
         if self.mode == profiles.SECONDARY:
             config = self.config
+            assert config is not None
             files["scheduler/scheduler.yaml"] = scheduler.secondary_objects(
-                ctx, config.api if config else None, config.text if config else None
+                ctx, config.api, config.text if config.api else None
             )
         elif self.mode == profiles.CONTROL_PLANE:
             files["scheduler/extender-rbac.yaml"] = scheduler.control_plane_objects(ctx)

@@ -29,6 +29,15 @@ class Expr:
     value: Any
     #: Emit a multi-line string as a YAML literal block (`|`), the way a person would write a config file.
     literal: bool = False
+    #: The pipeline yields YAML text (an `include` of a helper), placed as a block: a mapping or list value.
+    yaml: bool = False
+    #: Inside a text file (`text_of`): the pipeline's text as it is, not its JSON.
+    raw: bool = False
+
+
+def _omitted(value: Any) -> bool:
+    """An empty mapping or list from the values is left out, as the template's `with` leaves it out."""
+    return isinstance(value, Expr) and not value.yaml and isinstance(value.value, (dict, list)) and not value.value
 
 
 def resolve(obj: Any) -> Any:
@@ -36,7 +45,7 @@ def resolve(obj: Any) -> Any:
     if isinstance(obj, Expr):
         return obj.value
     if isinstance(obj, dict):
-        return {k: resolve(v) for k, v in obj.items()}
+        return {k: resolve(v) for k, v in obj.items() if not _omitted(v)}
     if isinstance(obj, list):
         return [resolve(v) for v in obj]
     return obj
@@ -105,42 +114,47 @@ def to_helm(obj: Any) -> str:
             if match["key"] is None:
                 raise ValueError(f"a block Expr needs a key: {line!r}")
             column = len(match["indent"]) + (2 if match["dash"] else 0)
-            lines.append(head.rstrip())
-            lines.append(f"{{{{- toYaml ({expr.helm}) | nindent {column + 2} }}}}")
+            if expr.yaml:
+                lines += [head.rstrip(), f"{{{{- {expr.helm} | nindent {column + 2} }}}}"]
+            else:  # emitted only when not empty, as a person writes it
+                lines += [
+                    f"{{{{- with {expr.helm} }}}}",
+                    head.rstrip(),
+                    f"{{{{- toYaml . | nindent {column + 2} }}}}",
+                    "{{- end }}",
+                ]
         else:
             lines.append(head + _scalar(expr))
     return "\n".join(lines) + "\n"
 
 
-def go_string(text: str) -> str:
-    """A Go template string literal (JSON escapes are a subset of Go's for this ASCII text)."""
-    return json.dumps(text)
-
-
 def text_expr(text_with_tokens: str, table: list[Expr]) -> tuple[str, str]:
-    """For a text built with tokens: (the concrete text, a Helm `print` pipeline that yields the same text).
+    """For a text built with tokens: (the concrete text, the same text as a Helm template body).
 
     Each value enters the text as JSON (`toJson` in Helm), which is valid in YAML and JSON alike and
     reads the same from Python and Go; a serialiser's own quotes around a token are dropped first.
+    A `raw` Expr enters as its text.
     """
-    parts: list[str] = []
+    body: list[str] = []
     concrete: list[str] = []
     position = 0
     for match in _QUOTED_TOKEN_RE.finditer(text_with_tokens):
         literal = text_with_tokens[position : match.start()]
         expr = table[int(match.group(2))]
-        parts += [go_string(literal), f"(toJson ({expr.helm}))"]
-        concrete += [literal, json.dumps(expr.value)]
+        body += [literal, f"{{{{ {expr.helm} }}}}" if expr.raw else f"{{{{ toJson ({expr.helm}) }}}}"]
+        concrete += [literal, str(expr.value) if expr.raw else json.dumps(expr.value)]
         position = match.end()
-    parts.append(go_string(text_with_tokens[position:]))
+    body.append(text_with_tokens[position:])
     concrete.append(text_with_tokens[position:])
-    return "".join(concrete), "print " + " ".join(p for p in parts if p != '""')
+    if any("{{" in part for part in body[::2]):
+        raise ValueError("a text with '{{' cannot be a Helm template body")
+    return "".join(concrete), "".join(body)
 
 
 _QUOTED_TOKEN_RE = re.compile(r'("?)gpusharexref(\d+)x\1')
 
 
 def text_of(obj: Any, render: Any = dump) -> tuple[str, str]:
-    """Serialise `obj` (YAML by default, or any str-returning function) keeping its Exprs as Helm pipelines."""
+    """Serialise `obj` (YAML by default, or any str-returning function) keeping its Exprs as Helm expressions."""
     table: list[Expr] = []
     return text_expr(render(_tokenise(obj, table)), table)

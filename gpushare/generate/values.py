@@ -12,6 +12,8 @@ from gpushare.generate.template import Expr
 from gpushare.settings.model import InstallerSettings
 
 APP = "gpushare"
+CHART_NAME = "ack-ai-installer"
+CHART_VERSION = __version__
 #: Settings fixed when the chart is generated; everything else is a chart value a user may override.
 STRUCTURAL = (
     "apiVersion",
@@ -77,19 +79,45 @@ class ChartValues:
         """The image reference, pinned by digest when one is set (mirrors `gpushare.image` in _helpers.tpl)."""
         return Expr(f'include "gpushare.image" .Values.{component}.image', image_ref(self.values[component]["image"]))
 
-    def selector(self, component: str) -> dict[str, Any]:
-        return {
-            "app.kubernetes.io/name": APP,
-            "app.kubernetes.io/instance": self.release,
-            "app.kubernetes.io/component": component,
-        }
+    def name(self, suffix: str) -> Expr:
+        """An object's name: the release's prefix (`gpushare.fullname`) and what the object is."""
+        return Expr(
+            f'printf "%s-{suffix}" (include "gpushare.fullname" .)', f"{fullname(self.settings.release_name)}-{suffix}"
+        )
 
-    def labels(self, component: str) -> dict[str, Any]:
-        return {**self.selector(component), "app.kubernetes.io/part-of": APP, "app.kubernetes.io/version": __version__}
+    def version(self, component: str) -> Expr:
+        """The version the component runs: its image tag (kube-scheduler: the cluster's own by default)."""
+        if component == "scheduler":
+            return Expr('include "gpushare.schedulerVersion" .', scheduler_version(self))
+        key = COMPONENT_VALUES[component]
+        return Expr(f".Values.{key}.image.tag", self.values[key]["image"]["tag"])
+
+    def selector(self, component: str, extra: dict[str, str] | None = None) -> Expr:
+        """The labels that select a component's pods; never changed, as selectors are immutable."""
+        value = {
+            "app.kubernetes.io/name": APP,
+            "app.kubernetes.io/instance": self.settings.release_name,
+            "app.kubernetes.io/component": component,
+            **(extra or {}),
+        }
+        return Expr(f'include "gpushare.selectorLabels" {_helper_args(component, extra)}', value, yaml=True)
+
+    def labels(self, component: str, extra: dict[str, str] | None = None) -> Expr:
+        """Every object's labels: the selector labels, the component's version, who manages it."""
+        version = self.version(component)
+        value = {
+            **self.selector(component, extra).value,
+            "app.kubernetes.io/part-of": APP,
+            "app.kubernetes.io/version": version.value,
+            "app.kubernetes.io/managed-by": "Helm",
+            "helm.sh/chart": f"{CHART_NAME}-{CHART_VERSION}",
+        }
+        args = _helper_args(component, extra, f"({version.helm})")
+        return Expr(f'include "gpushare.labels" {args}', value, yaml=True)
 
     def metadata(
         self,
-        name: str,
+        name: Expr,
         component: str,
         namespaced: bool = True,
         namespace: Any = None,
@@ -103,9 +131,41 @@ class ChartValues:
             meta["annotations"] = annotations
         return meta
 
-    def workload_metadata(self, name: str, component: str) -> dict[str, Any]:
+    def workload_metadata(self, name: Expr, component: str) -> dict[str, Any]:
         """Metadata of a Deployment or DaemonSet, with the reasons for the privileges it holds."""
         return self.metadata(name, component, annotations=security.skip_annotations(component))
+
+
+#: Component -> its section of the values.
+COMPONENT_VALUES = {
+    "device-plugin": "devicePlugin",
+    "cgpu-installer": "cgpu",
+    "extender": "extender",
+    "scheduler": "scheduler",
+}
+
+
+def _helper_args(component: str, extra: dict[str, str] | None, version: str | None = None) -> str:
+    """The `dict` a labels helper takes: the root context, the component, its version and extra labels."""
+    args = f'(dict "root" . "component" "{component}"'
+    if version is not None:
+        args += f' "version" {version}'
+    if extra:
+        args += ' "extra" (dict ' + " ".join(f'"{k}" "{v}"' for k, v in extra.items()) + ")"
+    return args + ")"
+
+
+def fullname(release: str) -> str:
+    """Prefix of every object's name (mirrors `gpushare.fullname`): the release name when it says gpushare, else
+    `<release>-gpushare`; two releases never share a cluster-scoped name, and the default release keeps its names."""
+    name = release if APP in release else f"{release}-{APP}"
+    return name[:40].rstrip("-")
+
+
+def scheduler_version(ctx: ChartValues) -> str:
+    """kube-scheduler's version: the pinned tag, else the cluster's (the chart's `gpushare.schedulerVersion`)."""
+    version = ctx.settings.version
+    return str(ctx.values["scheduler"]["image"]["tag"]) or (version.full if version else "")
 
 
 def image_ref(image: dict[str, Any]) -> str:

@@ -19,7 +19,6 @@ from gpushare.placement.result import Invalid, PlacementResult
 EngineName = Literal["fast", "reference"]
 
 
-
 def charge_existing(nodes: list[Node], pods: Iterable[Pod], semantics: Semantics) -> list[str]:
     """Charge pods already bound to their nodes; returns warnings (unknown node, over-committed GPU...).
 

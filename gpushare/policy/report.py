@@ -69,8 +69,6 @@ def rule_dict(rule: Rule) -> dict[str, Any]:
     }
 
 
-
-
 def to_sarif(report: Report, rules: Iterable[Rule]) -> dict[str, Any]:
     """SARIF 2.1.0: one run, the rules as the tool's rules, each finding a result at its file and line."""
     results = []

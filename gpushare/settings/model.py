@@ -167,9 +167,6 @@ class InstallerSettings(_Model):
         description="Node modes (ack.node.gpu.schedule) to serve: "
         "share (no isolation), cgpu (memory isolation), core_mem (memory and compute isolation).",
     )
-    placement: labels.Placement = Field(
-        "binpack", description="Default GPU placement; a node's ack.node.gpu.placement label overrides it."
-    )
     compute_allocation: bool = Field(
         False, description="Allocate compute (aliyun.com/gpu-core.percentage); ACK Pro with core_mem nodes only."
     )

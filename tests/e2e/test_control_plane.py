@@ -89,6 +89,39 @@ def scheduler_args(cluster: ControlPlane, tmp_path: Path, api_name: str) -> list
     return [f"--config={path}"]
 
 
+
+def test_two_releases_install_side_by_side_and_upgrade(cluster: ControlPlane, tmp_path: Path) -> None:
+    """Names derive from the release: a second release in another namespace installs beside the first (no
+    cluster-scoped name clash), an upgrade of the first keeps working, and NOTES read the values set."""
+    chart = tmp_path / "chart"
+    render({"profile": "open-source", "kubernetesVersion": f"1.{cluster.minor}"}, format="chart", output=chart)
+    core = api(cluster.kubeconfig)
+    installed = {}
+    for release, namespace in (("gpushare", "team-a"), ("second", "team-b")):
+        result = helm(
+            "install", release, str(chart), "-n", namespace, "--create-namespace", "--wait=false",
+            "--set", "gpuMemoryUnit=MiB", "--set", f"scheduler.name={release}-scheduler",
+            kubeconfig=cluster.kubeconfig,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert "unit: MiB" in result.stdout and "aliyun.com/gpu-mem: 2048   # 2 GiB" in result.stdout
+        assert f"spec.schedulerName: {release}-scheduler" in result.stdout
+        manifest = helm("get", "manifest", release, "-n", namespace, kubeconfig=cluster.kubeconfig).stdout
+        installed[release] = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(manifest) if d}
+    assert ("ClusterRole", "gpushare-device-plugin") in installed["gpushare"]
+    assert ("ClusterRole", "second-gpushare-device-plugin") in installed["second"]
+    assert not installed["gpushare"] & installed["second"]
+    result = helm(
+        "upgrade", "gpushare", str(chart), "-n", "team-a", "--wait=false", "--set", "extender.port=23456",
+        kubeconfig=cluster.kubeconfig,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    config = core.read_namespaced_config_map("gpushare-scheduler-config", "team-a").data
+    assert "127.0.0.1:23456" in next(iter(config.values()))
+    for release, namespace in (("gpushare", "team-a"), ("second", "team-b")):
+        result = helm("uninstall", release, "-n", namespace, "--wait", kubeconfig=cluster.kubeconfig)
+        assert result.returncode == 0, result.stderr
+
 @pytest.mark.parametrize("api_name", CONFIG_APIS)
 def test_scheduler_accepts_exactly_the_apis_the_generator_allows(
     cluster: ControlPlane, tmp_path: Path, api_name: str

@@ -20,7 +20,7 @@ from gpushare.generate.components.common import (
 from gpushare.generate.template import Expr
 from gpushare.generate.values import ChartValues
 
-NAME = "gpushare-cgpu-installer"
+NAME = "cgpu-installer"
 
 
 def objects(ctx: ChartValues) -> list[dict[str, Any]]:
@@ -60,12 +60,12 @@ def objects(ctx: ChartValues) -> list[dict[str, Any]]:
         {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
-            "metadata": ctx.workload_metadata(NAME, "cgpu-installer"),
+            "metadata": ctx.workload_metadata(ctx.name(NAME), "cgpu-installer"),
             "spec": {
                 "selector": {"matchLabels": ctx.selector("cgpu-installer")},
                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
                 "template": pod_template(ctx, "cgpu-installer", spec),
             },
         },
-        deny_ingress(ctx, NAME, "cgpu-installer"),
+        deny_ingress(ctx, ctx.name(NAME), "cgpu-installer"),
     ]

@@ -45,15 +45,19 @@ def scheduling(ctx: ChartValues, component: str, node_selector: dict[str, str] |
 
 
 def pod_template(
-    ctx: ChartValues, component: str, spec: dict[str, Any], annotations: dict[str, Any] | None = None
+    ctx: ChartValues,
+    component: str,
+    spec: dict[str, Any],
+    annotations: dict[str, Any] | None = None,
+    extra_labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"labels": ctx.labels(component)}
+    metadata: dict[str, Any] = {"labels": ctx.labels(component, extra_labels)}
     if annotations:
         metadata["annotations"] = annotations
     return {"metadata": metadata, "spec": spec}
 
 
-def deny_ingress(ctx: ChartValues, name: str, component: str) -> dict[str, Any]:
+def deny_ingress(ctx: ChartValues, name: Expr, component: str) -> dict[str, Any]:
     """A NetworkPolicy that admits no ingress to the component's pods: none of them serves other pods."""
     return {
         "apiVersion": "networking.k8s.io/v1",

@@ -17,12 +17,16 @@ from gpushare.generate.components.rbac import DEVICE_PLUGIN_RULES, binding, clus
 from gpushare.generate.template import Expr
 from gpushare.generate.values import ChartValues
 
-NAME = "gpushare-device-plugin"
+NAME = "device-plugin"
 KUBELET_DIR = "/var/lib/kubelet/device-plugins"
 
 
 def daemonset_name(mode: str | None) -> str:
     return NAME if mode is None else f"{NAME}-{mode.replace('_', '-')}"
+
+
+#: The label that tells the per-mode DaemonSets' pods apart (upstream: the single `gpushare` one).
+NODE_MODE_LABEL = "gpushare.io/node-mode"
 
 
 def node_selectors(ctx: ChartValues) -> dict[str | None, dict[str, str]]:
@@ -58,22 +62,21 @@ def daemonset(ctx: ChartValues, mode: str | None, selector: dict[str, str]) -> d
     )
     component = "device-plugin"
     spec = {
-        "serviceAccountName": NAME,
+        "serviceAccountName": ctx.name(NAME),
         "priorityClassName": "system-node-critical",
         "securityContext": POD_SECURITY,
         "containers": [plugin],
         **scheduling(ctx, "devicePlugin", selector),
         "volumes": [{"name": "device-plugin", "hostPath": {"path": KUBELET_DIR, "type": "Directory"}}],
     }
-    selector_labels = {**ctx.selector(component), "gpushare.io/node-mode": mode or "gpushare"}
-    template = pod_template(ctx, component, spec)
-    template["metadata"]["labels"] = {**template["metadata"]["labels"], "gpushare.io/node-mode": mode or "gpushare"}
+    mode_label = {NODE_MODE_LABEL: mode or "gpushare"}
+    template = pod_template(ctx, component, spec, extra_labels=mode_label)
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": ctx.workload_metadata(daemonset_name(mode), component),
+        "metadata": ctx.workload_metadata(ctx.name(daemonset_name(mode)), component),
         "spec": {
-            "selector": {"matchLabels": selector_labels},
+            "selector": {"matchLabels": ctx.selector(component, mode_label)},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
             "template": template,
         },
@@ -81,10 +84,11 @@ def daemonset(ctx: ChartValues, mode: str | None, selector: dict[str, str]) -> d
 
 
 def objects(ctx: ChartValues) -> list[dict[str, Any]]:
+    name = ctx.name(NAME)
     return [
-        service_account(ctx, NAME, "device-plugin"),
-        cluster_role(ctx, NAME, "device-plugin", DEVICE_PLUGIN_RULES),
-        binding(ctx, NAME, "device-plugin", "ClusterRole", NAME, [subject_sa(ctx, NAME)]),
+        service_account(ctx, name, "device-plugin"),
+        cluster_role(ctx, name, "device-plugin", DEVICE_PLUGIN_RULES),
+        binding(ctx, name, "device-plugin", "ClusterRole", name, [subject_sa(ctx, name)]),
         *(daemonset(ctx, mode, selector) for mode, selector in node_selectors(ctx).items()),
-        deny_ingress(ctx, NAME, "device-plugin"),
+        deny_ingress(ctx, name, "device-plugin"),
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushare.generate.template import Expr
 from gpushare.generate.values import ChartValues
 
 Rule = dict[str, Any]
@@ -27,11 +28,11 @@ DEVICE_PLUGIN_RULES: list[Rule] = [
 RBAC = "rbac.authorization.k8s.io"
 
 
-def service_account(ctx: ChartValues, name: str, component: str) -> dict[str, Any]:
+def service_account(ctx: ChartValues, name: Expr, component: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": ctx.metadata(name, component)}
 
 
-def cluster_role(ctx: ChartValues, name: str, component: str, rules: list[Rule]) -> dict[str, Any]:
+def cluster_role(ctx: ChartValues, name: Expr, component: str, rules: list[Rule]) -> dict[str, Any]:
     return {
         "apiVersion": f"{RBAC}/v1",
         "kind": "ClusterRole",
@@ -40,11 +41,11 @@ def cluster_role(ctx: ChartValues, name: str, component: str, rules: list[Rule])
     }
 
 
-def role(ctx: ChartValues, name: str, component: str, rules: list[Rule]) -> dict[str, Any]:
+def role(ctx: ChartValues, name: Expr, component: str, rules: list[Rule]) -> dict[str, Any]:
     return {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": ctx.metadata(name, component), "rules": rules}
 
 
-def subject_sa(ctx: ChartValues, name: str) -> dict[str, Any]:
+def subject_sa(ctx: ChartValues, name: Expr) -> dict[str, Any]:
     return {"kind": "ServiceAccount", "name": name, "namespace": ctx.namespace}
 
 
@@ -54,10 +55,10 @@ def subject_user(name: str) -> dict[str, Any]:
 
 def binding(
     ctx: ChartValues,
-    name: str,
+    name: Expr,
     component: str,
     role_kind: str,
-    role_name: str,
+    role_name: Expr | str,
     subjects: list[dict[str, Any]],
     namespace: Any = None,
 ) -> dict[str, Any]:

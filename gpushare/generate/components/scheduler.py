@@ -35,9 +35,10 @@ from gpushare.generate.components.rbac import (
 from gpushare.generate.template import Expr
 from gpushare.generate.values import ChartValues
 
+#: The extender's container name in kubeadm's static pod, and the suffix of its RBAC objects' names.
 EXTENDER = "gpushare-schd-extender"
-SCHEDULER = "gpushare-scheduler"
-CONFIG_MAP = "gpushare-scheduler-config"
+SCHEDULER = "scheduler"
+CONFIG_MAP = "scheduler-config"
 SECURE_PORT = 10259
 
 
@@ -64,8 +65,8 @@ def extender_container(ctx: ChartValues, host_network: bool = False, **extra: An
 
 def extender_rbac(ctx: ChartValues, subjects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
-        cluster_role(ctx, EXTENDER, "extender", EXTENDER_RULES),
-        binding(ctx, EXTENDER, "extender", "ClusterRole", EXTENDER, subjects),
+        cluster_role(ctx, ctx.name("schd-extender"), "extender", EXTENDER_RULES),
+        binding(ctx, ctx.name("schd-extender"), "extender", "ClusterRole", ctx.name("schd-extender"), subjects),
     ]
 
 
@@ -75,7 +76,8 @@ def control_plane_objects(ctx: ChartValues) -> list[dict[str, Any]]:
 
 def secondary_objects(ctx: ChartValues, api: str | None, text: str | None) -> list[dict[str, Any]]:
     """Everything the secondary scheduler needs; `api`/`text` are None for a chart that picks them at install."""
-    sa = [subject_sa(ctx, SCHEDULER)]
+    account = ctx.name(SCHEDULER)
+    sa = [subject_sa(ctx, account)]
     name = ctx.v("scheduler.name")
     kind = schedconfig.file_kind(api) if api else "yaml"
     lease_rules: list[dict[str, Any]] = [
@@ -116,7 +118,7 @@ def secondary_objects(ctx: ChartValues, api: str | None, text: str | None) -> li
         'include "gpushare.schedulerConfig" . | sha256sum', hashlib.sha256((text or "").encode()).hexdigest()
     )
     pod_spec = {
-        "serviceAccountName": SCHEDULER,
+        "serviceAccountName": account,
         "priorityClassName": "system-cluster-critical",
         "securityContext": {"runAsNonRoot": True, **POD_SECURITY},
         "containers": [
@@ -134,50 +136,52 @@ def secondary_objects(ctx: ChartValues, api: str | None, text: str | None) -> li
             extender_container(ctx, securityContext=RESTRICTED),
         ],
         **scheduling(ctx, "scheduler"),
-        "volumes": [{"name": "config", "configMap": {"name": CONFIG_MAP}}],
+        "volumes": [{"name": "config", "configMap": {"name": ctx.name(CONFIG_MAP)}}],
     }
     pod_spec["containers"][0]["image"] = Expr('include "gpushare.schedulerImage" .', scheduler_image(ctx))
     return [
-        service_account(ctx, SCHEDULER, "scheduler"),
+        service_account(ctx, account, "scheduler"),
         *extender_rbac(ctx, sa),
-        binding(ctx, f"{SCHEDULER}-kube-scheduler", "scheduler", "ClusterRole", "system:kube-scheduler", sa),
-        binding(ctx, f"{SCHEDULER}-volume-scheduler", "scheduler", "ClusterRole", "system:volume-scheduler", sa),
+        binding(ctx, ctx.name(f"{SCHEDULER}-kube-scheduler"), "scheduler", "ClusterRole", "system:kube-scheduler", sa),
+        binding(
+            ctx, ctx.name(f"{SCHEDULER}-volume-scheduler"), "scheduler", "ClusterRole", "system:volume-scheduler", sa
+        ),
         binding(
             ctx,
-            f"{SCHEDULER}-auth-reader",
+            ctx.name(f"{SCHEDULER}-auth-reader"),
             "scheduler",
             "Role",
             "extension-apiserver-authentication-reader",
             sa,
             namespace="kube-system",
         ),
-        role(ctx, f"{SCHEDULER}-leader-election", "scheduler", lease_rules),
+        role(ctx, ctx.name(f"{SCHEDULER}-leader-election"), "scheduler", lease_rules),
         binding(
             ctx,
-            f"{SCHEDULER}-leader-election",
+            ctx.name(f"{SCHEDULER}-leader-election"),
             "scheduler",
             "Role",
-            f"{SCHEDULER}-leader-election",
+            ctx.name(f"{SCHEDULER}-leader-election"),
             sa,
             namespace=ctx.namespace,
         ),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": ctx.metadata(CONFIG_MAP, "scheduler"),
+            "metadata": ctx.metadata(ctx.name(CONFIG_MAP), "scheduler"),
             "data": {schedconfig.CONFIG_FILE[kind]: config_text(ctx, text)},
         },
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": ctx.workload_metadata(SCHEDULER, "scheduler"),
+            "metadata": ctx.workload_metadata(account, "scheduler"),
             "spec": {
                 "replicas": ctx.v("scheduler.replicas"),
                 "selector": {"matchLabels": ctx.selector("scheduler")},
                 "template": pod_template(ctx, "scheduler", pod_spec, annotations={"checksum/config": checksum}),
             },
         },
-        deny_ingress(ctx, SCHEDULER, "scheduler"),
+        deny_ingress(ctx, account, "scheduler"),
     ]
 
 

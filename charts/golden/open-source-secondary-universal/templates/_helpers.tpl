@@ -1,0 +1,90 @@
+{{/* Prefix of every object's name: the release name when it says gpushare, else "<release>-gpushare". */}}
+{{- define "gpushare.fullname" -}}
+{{- $name := .Release.Name -}}
+{{- if not (contains "gpushare" $name) -}}{{- $name = printf "%s-gpushare" $name -}}{{- end -}}
+{{- $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Chart name and version, for the helm.sh/chart label. */}}
+{{- define "gpushare.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The labels that select a component's pods; never change them (selectors are immutable).
+Takes (dict "root" $ "component" NAME ["extra" (dict ...)]). */}}
+{{- define "gpushare.selectorLabels" -}}
+app.kubernetes.io/name: gpushare
+app.kubernetes.io/instance: {{ .root.Release.Name | quote }}
+app.kubernetes.io/component: {{ .component }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Every object's labels: the selector labels, the component's version, who manages it.
+Takes (dict "root" $ "component" NAME "version" VERSION ["extra" (dict ...)]). */}}
+{{- define "gpushare.labels" -}}
+{{ include "gpushare.selectorLabels" . }}
+app.kubernetes.io/part-of: gpushare
+app.kubernetes.io/version: {{ .version | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ include "gpushare.chart" .root }}
+{{- end -}}
+
+{{/* Image reference: pinned by digest when one is set, else repository:tag. */}}
+{{- define "gpushare.image" -}}
+{{- if .digest -}}{{ .repository }}@{{ .digest }}{{- else -}}{{ .repository }}:{{ .tag }}{{- end -}}
+{{- end -}}
+
+{{/* The cluster's minor as a number ("28+" on some managed clusters). */}}
+{{- define "gpushare.kubeMinor" -}}
+{{- trimSuffix "+" .Capabilities.KubeVersion.Minor | int -}}
+{{- end -}}
+
+{{/* kube-scheduler's version: the tag pinned in the values, else the cluster's own version. */}}
+{{- define "gpushare.schedulerVersion" -}}
+{{- .Values.scheduler.image.tag | default (regexFind "^v[0-9]+\\.[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+
+{{/* kube-scheduler matches the cluster's version unless a tag or digest is pinned. */}}
+{{- define "gpushare.schedulerImage" -}}
+{{- $image := .Values.scheduler.image -}}
+{{- $tag := include "gpushare.schedulerVersion" . -}}
+{{- include "gpushare.image" (dict "repository" $image.repository "tag" $tag "digest" $image.digest) -}}
+{{- end -}}
+
+{{/* The kube-scheduler configuration API for the cluster's minor. */}}
+{{- define "gpushare.schedulerConfigApi" -}}
+{{- $minor := include "gpushare.kubeMinor" . | int -}}
+{{- if and (ge $minor 20) (le $minor 21) -}}v1beta1
+{{- else if and (ge $minor 22) (le $minor 22) -}}v1beta2
+{{- else if and (ge $minor 23) (le $minor 24) -}}v1beta3
+{{- else if and (ge $minor 25) (le $minor 28) -}}v1
+{{- else -}}{{ fail (printf "gpushare: Kubernetes 1.%d is not supported; this chart serves 1.20-1.28" $minor) }}
+{{- end -}}
+{{- end -}}
+
+{{/* The kube-scheduler configuration file. */}}
+{{- define "gpushare.schedulerConfig" -}}
+apiVersion: {{ printf "kubescheduler.config.k8s.io/%s" (include "gpushare.schedulerConfigApi" .) }}
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  resourceLock: leases
+  resourceName: {{ toJson (.Values.scheduler.name) }}
+  resourceNamespace: {{ toJson (.Release.Namespace) }}
+profiles:
+- schedulerName: {{ toJson (.Values.scheduler.name) }}
+enableProfiling: false
+extenders:
+- urlPrefix: {{ toJson (printf "http://127.0.0.1:%v/gpushare-scheduler" .Values.extender.port) }}
+  filterVerb: filter
+  bindVerb: bind
+  enableHTTPS: false
+  httpTimeout: {{ toJson (printf "%vs" .Values.extender.httpTimeoutSeconds) }}
+  nodeCacheCapable: true
+  managedResources:
+  - name: aliyun.com/gpu-mem
+    ignoredByScheduler: false
+  ignorable: false
+{{ end -}}
