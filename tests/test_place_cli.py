@@ -305,6 +305,6 @@ def test_explain_gives_every_nodes_reason(fleet: Path, capsys: pytest.CaptureFix
     assert code == 0 and not list(REPORT.iter_errors(report))
     (big,) = report["pending"]
     assert big["byNode"] == [
-        {"node": "a", "reason": "Insufficient aliyun.com/gpu-mem"},
-        {"node": "b", "reason": "Insufficient aliyun.com/gpu-mem"},
+        {"node": "a", "plugin": "NodeResourcesFit", "reason": "Insufficient aliyun.com/gpu-mem"},
+        {"node": "b", "plugin": "NodeResourcesFit", "reason": "Insufficient aliyun.com/gpu-mem"},
     ]

@@ -47,7 +47,7 @@ def check_invariants(result: PlacementResult, semantics: Semantics) -> None:
         assert pending.key not in placed
         assert pending.reasons or pending.nodes == 0
         assert sum(count for _, count in pending.reasons) >= pending.nodes
-        assert len(pending.by_node) == pending.nodes and all(reason for _, reason in pending.by_node)
+        assert len(pending.by_node) == pending.nodes and all(r.plugin and r.reasons for _, r in pending.by_node)
     for assignment in result.placements:
         assert len({index for index, _ in assignment.gpus}) == len(assignment.gpus)
 

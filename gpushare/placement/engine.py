@@ -99,31 +99,12 @@ class CapacityIndex:
                     heapq.heappush(heap, (self.best[child], child, -1))  # type: ignore[misc]
 
 
-def capacity(node: Node, m: int, kind: str, semantics: Semantics) -> int:
-    """What each of m GPUs can give a pod of this kind: the m-th largest free amount among GPUs that could take
-    it at all. An upper bound on fit, so a node below the request is rightly never looked at: under ACK a node
-    running the other kind of GPU pod gives 0, and so does a cgpu GPU at its pod limit or a GPU with no compute
-    left for a compute pod."""
-    if semantics.name == "ack":
-        if (kind == "compute" and node.mem_only_pods) or (kind == "mem" and node.compute_pods):
-            return 0
-        limit = semantics.cgpu_max_pods_per_gpu if node.mode == "cgpu" else None
-        frees = [
-            g.free for g in node.gpus if (limit is None or g.pods < limit) and (kind != "compute" or g.core_free > 0)
-        ]
-    else:
-        frees = [g.free for g in node.gpus]
-    if m > len(frees):
-        return 0
-    if m == 1:
-        return max(frees)
-    return sorted(frees, reverse=True)[m - 1]
-
-
 class NodeClass:
-    """The nodes a kind of pod may use by labels and taints, with the static reasons of the others."""
+    """The nodes a kind of pod passes the static filter plugins on, with the rejections of the others."""
 
-    def __init__(self, kind: str, members: list[Node], static: Counter[str], static_by_node: dict[int, str]) -> None:
+    def __init__(
+        self, kind: str, members: list[Node], static: Counter[str], static_by_node: dict[int, plugins.Rejection]
+    ) -> None:
         self.kind = kind
         self.static_by_node = static_by_node
         self.members = members
@@ -155,12 +136,12 @@ class FastEngine:
         if found is None:
             members, static, by_node = [], Counter[str](), {}
             for node in self.nodes:
-                reason = plugins.static_reason(node, pod, self.semantics)
-                if reason is None:
+                rejected = plugins.static_rejection(node, pod, self.semantics)
+                if rejected is None:
                     members.append(node)
                 else:
-                    static[reason] += 1
-                    by_node[node.id] = reason
+                    static.update(rejected.reasons)
+                    by_node[node.id] = rejected
             found = self.classes[signature] = NodeClass(signature[-1], members, static, by_node)
         return found
 
@@ -171,7 +152,7 @@ class FastEngine:
             self.flush()
             found = cls.indexes[slot] = CapacityIndex(self.limit, pod.gpu_count, cls.kind)
             for node in cls.members:
-                cap, key = capacity(node, found.m, cls.kind, self.semantics), self.key(node)
+                cap, key = plugins.gpu_capacity(node, found.m, cls.kind, self.semantics), self.key(node)
                 found.add(cap, key)
                 self.entries[node.id].append(found)
                 self.indexed[(node.id, id(found))] = (cap, key)
@@ -192,7 +173,7 @@ class FastEngine:
             for index in self.entries[node_id]:
                 slot = (node_id, id(index))
                 old_cap, old_key = self.indexed[slot]
-                cap = capacity(node, index.m, index.kind, self.semantics)
+                cap = plugins.gpu_capacity(node, index.m, index.kind, self.semantics)
                 if cap != old_cap or key != old_key:
                     index.remove(old_cap, old_key)
                     index.add(cap, key)
@@ -200,7 +181,8 @@ class FastEngine:
         self.dirty.clear()
 
     def fits(self, node: Node, pod: Pod) -> bool:
-        return not plugins.resource_reasons(node, pod) and plugins.gpu_reason(node, pod, self.semantics) is None
+        """A member of the pod's class fits when the dynamic filter plugins pass."""
+        return plugins.dynamic_rejection(node, pod, self.semantics) is None
 
     def best(self, pod: Pod, cls: NodeClass) -> Node | None:
         memo_key = (pod.static_signature, pod.shape)
@@ -218,20 +200,11 @@ class FastEngine:
             if self.fits(node, pod):
                 chosen = node
                 break
-            if self.exhausted(node, pod):
+            if plugins.resources_exhausted(node, pod):
                 spent.append(node)
         for node in spent:
             self.drop(index, node)
         return chosen
-
-    @staticmethod
-    def exhausted(node: Node, pod: Pod) -> bool:
-        """Lacks pod slots, cpu or memory for this pod: permanent within a run."""
-        return (
-            node.pods_used + 1 > node.pods
-            or node.cpu_used + pod.cpu > node.cpu
-            or node.memory_used + pod.memory > node.memory
-        )
 
     def pending(self, pod: Pod, cls: NodeClass) -> Pending:
         memo_key = (pod.static_signature, pod.shape)
@@ -240,12 +213,12 @@ class FastEngine:
             reasons, by_node = memo[1].reasons, memo[1].by_node
         else:
             why = Counter(cls.static)
-            dynamic: dict[int, str] = {}
+            dynamic: dict[int, plugins.Rejection] = {}
             for node in cls.members:
-                failed = plugins.reasons(node, pod, self.semantics)
-                why.update(failed)
-                if self.explain:
-                    dynamic[node.id] = "; ".join(failed)
+                rejected = plugins.dynamic_rejection(node, pod, self.semantics)
+                if rejected is not None:  # always: no member fits, or the search would have found it
+                    why.update(rejected.reasons)
+                    dynamic[node.id] = rejected
             reasons = tuple(sorted(why.items()))
             by_node = ()
             if self.explain:
@@ -269,12 +242,12 @@ class FastEngine:
         """--node-order replay: the pod goes to the named node if it fits there, else stays pending."""
         for node in self.nodes:
             if node.name == name:
-                failed = plugins.reasons(node, pod, self.semantics)
-                if not failed:
+                rejected = plugins.rejection(node, pod, self.semantics)
+                if rejected is None:
                     result.placements.append(self.bind(node, pod, best=False))
                 else:
-                    reasons = tuple(sorted(Counter(failed).items()))
-                    by_node = ((node.name, "; ".join(failed)),) if self.explain else ()
+                    reasons = tuple(sorted(Counter(rejected.reasons).items()))
+                    by_node = ((node.name, rejected),) if self.explain else ()
                     result.pending.append(Pending(pod.namespace, pod.name, 1, reasons, pod.per_gpu, by_node))
                 return
         result.pending.append(Pending(pod.namespace, pod.name, 0, (), pod.per_gpu))

@@ -227,7 +227,7 @@ def _daemon_pods(template: Pod, nodes: list[Node], semantics: Semantics) -> Iter
     """A DaemonSet's pods: one per node its selector, affinity and tolerations admit, pinned there."""
     probe = replace(template, tolerations=template.tolerations + _DAEMON_TOLERATIONS)
     for node in nodes:
-        if plugins.static_reason(node, probe, semantics) is None:
+        if plugins.static_rejection(node, probe, semantics) is None:
             pin = (Requirement("metadata.name", "In", (node.name,), field=True),)
             terms = tuple(term + pin for term in template.affinity) or (pin,)
             yield replace(probe, name=f"{template.name}-{node.name}", affinity=terms)

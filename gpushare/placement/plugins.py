@@ -1,12 +1,17 @@
-"""The scheduling steps, as the scheduler runs them: filter (with a reason), score, bind.
+"""The scheduling framework's steps for a GPU-sharing pod, as kube-scheduler runs them: filter, score, reserve, bind.
 
-Both engines call these functions, so they cannot disagree on what fits or which GPU a pod gets;
-they differ only in how they find the best fitting node. Filters run in kube-scheduler's order and a
-node reports its first failing step; reason texts are the scheduler's and the extender's own where
-one exists (facts section 4).
+Each filter is a named plugin that answers with the reasons a node does not fit (none: it fits). They run
+in kube-scheduler's order and a node reports its first failing plugin, so a pending pod's message reads
+like the scheduler's; reason texts are the scheduler's and the extender's own where one exists (facts
+section 4). Both engines call these plugins, so they cannot disagree on what fits, which node scores
+best or which GPU a pod gets; the fast engine also builds its indexes from them (`STATIC_FILTERS` make
+its node classes, `gpu_capacity` and `resources_exhausted` its capacity index).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from gpushare.domain import labels
 from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
@@ -15,6 +20,23 @@ UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 GPU_ONE_DEVICE = "Insufficient GPU Memory in one device"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+FilterFn = Callable[[Node, Pod, Semantics], list[str]]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A node a pod does not fit: the filter plugin that said so, and its reasons."""
+
+    plugin: str
+    reasons: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.plugin}: {'; '.join(self.reasons)}"
+
+
+# --- filter plugins that read only a node's labels, taints and spec -------------------------------------------
 
 
 def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
@@ -30,6 +52,19 @@ def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
         if t.operator == "Exists" or (t.value or "") == taint.value:
             return True
     return False
+
+
+def node_unschedulable(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+    """NodeUnschedulable: a cordoned node takes only pods that tolerate its unschedulable taint."""
+    return [UNSCHEDULABLE] if node.unschedulable and not tolerates(pod.tolerations, UNSCHEDULABLE_TAINT) else []
+
+
+def taint_toleration(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+    """TaintToleration: the first NoSchedule or NoExecute taint the pod does not tolerate."""
+    for taint in node.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not tolerates(pod.tolerations, taint):
+            return [f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"]
+    return []
 
 
 def _matches(requirement: Requirement, node: Node) -> bool:
@@ -55,28 +90,31 @@ def _matches(requirement: Requirement, node: Node) -> bool:
     return False
 
 
-def static_reason(node: Node, pod: Pod, semantics: Semantics) -> str | None:
-    """Filters that depend on the node's labels and taints only: NodeUnschedulable, TaintToleration,
-    NodeAffinity, and (ACK) the node's GPU mode."""
-    if node.unschedulable and not tolerates(pod.tolerations, UNSCHEDULABLE_TAINT):
-        return UNSCHEDULABLE
-    for taint in node.taints:
-        if taint.effect in ("NoSchedule", "NoExecute") and not tolerates(pod.tolerations, taint):
-            return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+def node_affinity(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+    """NodeAffinity: nodeSelector, and required node affinity (terms ORed, requirements ANDed)."""
     if any(node.labels.get(k) != v for k, v in pod.node_selector):
-        return AFFINITY
+        return [AFFINITY]
     if pod.affinity and not any(all(_matches(r, node) for r in term) for term in pod.affinity):
-        return AFFINITY
-    if semantics.name == "ack" and pod.wants_gpu and node.gpu_mem > 0:
-        if node.mode not in labels.SHARED_MODES:
-            return f"node(s) didn't share GPUs ({labels.SCHEDULE_LABEL}={node.mode})"
-        if pod.core and node.mode != "core_mem":
-            return f"node(s) didn't allocate GPU compute ({labels.SCHEDULE_LABEL}={node.mode})"
-    return None
+        return [AFFINITY]
+    return []
 
 
-def resource_reasons(node: Node, pod: Pod) -> list[str]:
-    """NodeResourcesFit: every resource the node lacks, as kube-scheduler lists them."""
+def gpu_node_mode(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+    """ACK's node modes: shared pods only on share/cgpu/core_mem nodes, compute pods only on core_mem ones."""
+    if semantics.name != "ack" or not pod.wants_gpu or node.gpu_mem <= 0:
+        return []
+    if node.mode not in labels.SHARED_MODES:
+        return [f"node(s) didn't share GPUs ({labels.SCHEDULE_LABEL}={node.mode})"]
+    if pod.core and node.mode != "core_mem":
+        return [f"node(s) didn't allocate GPU compute ({labels.SCHEDULE_LABEL}={node.mode})"]
+    return []
+
+
+# --- filter plugins that read what is in use ------------------------------------------------------------------
+
+
+def _lacks(node: Node, pod: Pod) -> list[str]:
+    """Pod slots, cpu and memory the node cannot give: nothing is freed during a run, so this is for good."""
     reasons = []
     if node.pods_used + 1 > node.pods:
         reasons.append("Too many pods")
@@ -84,6 +122,12 @@ def resource_reasons(node: Node, pod: Pod) -> list[str]:
         reasons.append("Insufficient cpu")
     if pod.memory and node.memory_used + pod.memory > node.memory:
         reasons.append("Insufficient memory")
+    return reasons
+
+
+def node_resources_fit(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+    """NodeResourcesFit: every resource the node lacks, as kube-scheduler lists them (extended resources too)."""
+    reasons = _lacks(node, pod)
     if pod.gpu_mem and node.gpu_mem_used + pod.gpu_mem > node.gpu_mem:
         reasons.append(f"Insufficient {labels.GPU_MEM}")
     if pod.core and sum(g.core_used for g in node.gpus) + pod.core > sum(g.core_total for g in node.gpus):
@@ -91,56 +135,117 @@ def resource_reasons(node: Node, pod: Pod) -> list[str]:
     return reasons
 
 
-def _usable(gpu: Gpu, pod: Pod, node: Node, semantics: Semantics) -> bool:
-    if gpu.free < pod.per_gpu:
+def resources_exhausted(node: Node, pod: Pod) -> bool:
+    """NodeResourcesFit fails on pods, cpu or memory: permanent within a run (the fast engine drops the node)."""
+    return bool(_lacks(node, pod))
+
+
+def _kind(pod: Pod) -> str:
+    return "none" if not pod.wants_gpu else ("compute" if pod.core else "mem")
+
+
+def _mixes(node: Node, kind: str, semantics: Semantics) -> bool:
+    """ACK: memory-only and compute GPU pods never share a node."""
+    if semantics.name != "ack":
         return False
+    return (kind == "compute" and node.mem_only_pods > 0) or (kind == "mem" and node.compute_pods > 0)
+
+
+def _eligible(gpu: Gpu, node: Node, kind: str, semantics: Semantics) -> bool:
+    """Could this GPU take a pod of this kind at all (ACK: the cgpu pod cap, compute left for a compute pod)?"""
     if semantics.name == "upstream":
         return True
-    if pod.core and gpu.core_free < pod.core:
+    if node.mode == "cgpu" and gpu.pods >= semantics.cgpu_max_pods_per_gpu:
         return False
-    return not (node.mode == "cgpu" and gpu.pods >= semantics.cgpu_max_pods_per_gpu)
+    return kind != "compute" or gpu.core_free > 0
 
 
-def gpu_reason(node: Node, pod: Pod, semantics: Semantics) -> str | None:
+def _usable(gpu: Gpu, pod: Pod, node: Node, semantics: Semantics) -> bool:
+    if gpu.free < pod.per_gpu or not _eligible(gpu, node, _kind(pod), semantics):
+        return False
+    return semantics.name == "upstream" or not pod.core or gpu.core_free >= pod.core
+
+
+def gpu_share(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
     """The extender's filter (upstream), or ACK's device-level rules: is there room on the GPUs themselves?"""
     if not pod.wants_gpu:
-        return None
-    if semantics.name == "ack":
-        if pod.core and node.mem_only_pods:
-            return "node(s) run memory-only GPU pods (compute pods cannot share them)"
-        if not pod.core and node.compute_pods:
-            return "node(s) run GPU compute pods (memory-only pods cannot share them)"
-    usable = sum(1 for g in node.gpus if _usable(g, pod, node, semantics))
-    if usable >= pod.gpu_count:
-        return None
+        return []
+    if _mixes(node, _kind(pod), semantics):
+        return [
+            "node(s) run memory-only GPU pods (compute pods cannot share them)"
+            if pod.core
+            else "node(s) run GPU compute pods (memory-only pods cannot share them)"
+        ]
+    if sum(1 for g in node.gpus if _usable(g, pod, node, semantics)) >= pod.gpu_count:
+        return []
     roomy = sum(1 for g in node.gpus if g.free >= pod.per_gpu)
     if roomy < pod.gpu_count:
-        return GPU_ONE_DEVICE if pod.gpu_count == 1 else f"Insufficient GPU Memory in {pod.gpu_count} devices"
+        return [GPU_ONE_DEVICE if pod.gpu_count == 1 else f"Insufficient GPU Memory in {pod.gpu_count} devices"]
     if pod.core and sum(1 for g in node.gpus if g.free >= pod.per_gpu and g.core_free >= pod.core) < pod.gpu_count:
-        return "Insufficient GPU compute in one device"
-    return f"GPU pod limit reached ({semantics.cgpu_max_pods_per_gpu} pods per GPU on cgpu nodes)"
+        return ["Insufficient GPU compute in one device"]
+    return [f"GPU pod limit reached ({semantics.cgpu_max_pods_per_gpu} pods per GPU on cgpu nodes)"]
 
 
-def reasons(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
-    """Why `pod` does not fit `node` now (empty: it fits), the first failing step only."""
-    static = static_reason(node, pod, semantics)
-    if static is not None:
-        return [static]
-    resources = resource_reasons(node, pod)
-    if resources:
-        return resources
-    gpu = gpu_reason(node, pod, semantics)
-    return [gpu] if gpu is not None else []
+def gpu_capacity(node: Node, m: int, kind: str, semantics: Semantics) -> int:
+    """What each of m GPUs can give a pod of this kind: the m-th largest free amount among the GPUs that could
+    take it at all (`gpu_share`'s own tests). An upper bound on fit, so a node below a request never fits it."""
+    if _mixes(node, kind, semantics):
+        return 0
+    frees = [g.free for g in node.gpus if _eligible(g, node, kind, semantics)]
+    if m > len(frees):
+        return 0
+    return max(frees) if m == 1 else sorted(frees, reverse=True)[m - 1]
+
+
+#: kube-scheduler's filter order (NodeUnschedulable, TaintToleration, NodeAffinity come before NodeResourcesFit;
+#: ACK's node-mode check is label-only, the extender's filter runs after every plugin).
+STATIC_FILTERS: tuple[tuple[str, FilterFn], ...] = (
+    ("NodeUnschedulable", node_unschedulable),
+    ("TaintToleration", taint_toleration),
+    ("NodeAffinity", node_affinity),
+    ("GPUNodeMode", gpu_node_mode),
+)
+DYNAMIC_FILTERS: tuple[tuple[str, FilterFn], ...] = (
+    ("NodeResourcesFit", node_resources_fit),
+    ("GPUShare", gpu_share),
+)
+
+
+def _first(filters: tuple[tuple[str, FilterFn], ...], node: Node, pod: Pod, semantics: Semantics) -> Rejection | None:
+    for name, plugin in filters:
+        reasons = plugin(node, pod, semantics)
+        if reasons:
+            return Rejection(name, tuple(reasons))
+    return None
+
+
+def static_rejection(node: Node, pod: Pod, semantics: Semantics) -> Rejection | None:
+    """The filters that depend on the node's labels, taints and spec only."""
+    return _first(STATIC_FILTERS, node, pod, semantics)
+
+
+def dynamic_rejection(node: Node, pod: Pod, semantics: Semantics) -> Rejection | None:
+    """The filters that depend on what is already in use."""
+    return _first(DYNAMIC_FILTERS, node, pod, semantics)
+
+
+def rejection(node: Node, pod: Pod, semantics: Semantics) -> Rejection | None:
+    """Why `pod` does not fit `node` now (None: it fits): the first failing filter plugin."""
+    return static_rejection(node, pod, semantics) or dynamic_rejection(node, pod, semantics)
+
+
+# --- score, reserve, bind ---------------------------------------------------------------------------------------
 
 
 def score_key(node: Node, semantics: Semantics) -> tuple[float, str]:
-    """Node choice among fitting nodes: binpack takes the most allocated, spread the least; ties by name."""
+    """Score (GPU allocation): binpack takes the node with the largest share of GPU memory allocated, spread the
+    smallest; ties by node name. Lower keys are better."""
     allocated = node.allocated
     return (-allocated if semantics.placement == "binpack" else allocated, node.name)
 
 
 def choose_gpus(node: Node, pod: Pod, semantics: Semantics) -> list[Gpu]:
-    """Bind: the GPUs a fitting pod gets.
+    """Reserve: the GPUs a fitting pod gets.
 
     upstream: the smallest available device that fits, lowest index on ties (the extender's best fit).
     ack: the node's placement label (or the default): binpack fills the fullest fitting GPUs first,
@@ -155,7 +260,7 @@ def choose_gpus(node: Node, pod: Pod, semantics: Semantics) -> list[Gpu]:
 
 
 def charge(node: Node, pod: Pod, gpus: list[Gpu]) -> None:
-    """Record a bound pod's usage on its node and GPUs."""
+    """Bind: record a bound pod's usage on its node and GPUs."""
     node.cpu_used += pod.cpu
     node.memory_used += pod.memory
     node.pods_used += 1

@@ -27,10 +27,10 @@ def place(
         why: Counter[str] = Counter()
         by_node = []
         for node in candidates:
-            failed = plugins.reasons(node, pod, semantics)
-            if failed:
-                why.update(failed)
-                by_node.append((node.name, "; ".join(failed)))
+            rejected = plugins.rejection(node, pod, semantics)
+            if rejected:
+                why.update(rejected.reasons)
+                by_node.append((node.name, rejected))
             else:
                 fitting.append(node)
         if not fitting:

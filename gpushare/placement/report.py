@@ -74,7 +74,7 @@ def pending_dict(p: Pending) -> dict[str, Any]:
         "reasons": [{"reason": r, "nodes": c} for r, c in p.reasons],
     }
     if p.by_node:
-        doc["byNode"] = [{"node": n, "reason": r} for n, r in p.by_node]
+        doc["byNode"] = [{"node": n, "plugin": r.plugin, "reason": "; ".join(r.reasons)} for n, r in p.by_node]
     return doc
 
 
@@ -119,7 +119,7 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
         shown = result.pending[:limit]
         for p in shown:
             lines += _table([[p.key, p.message]])
-            lines += [f"    {node}: {reason}" for node, reason in p.by_node]
+            lines += [f"    {node}: {rejected.text}" for node, rejected in p.by_node]
         if len(result.pending) > limit:
             lines.append(f"... {len(result.pending) - limit} more pending")
     if result.invalid:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpushare.placement.model import Node, Semantics
+from gpushare.placement.plugins import Rejection
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class Pending:
     nodes: int  # nodes considered
     reasons: tuple[tuple[str, int], ...]  # (reason, number of nodes), sorted by reason
     per_gpu: int = 0  # memory units it asks on each GPU (what fragmentation is measured against)
-    by_node: tuple[tuple[str, str], ...] = ()  # with explain: each node and why the pod does not fit it
+    #: With explain: each node and the filter plugin that rejected the pod there.
+    by_node: tuple[tuple[str, Rejection], ...] = ()
 
     @property
     def key(self) -> str:
