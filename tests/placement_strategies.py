@@ -80,7 +80,7 @@ def pod_template(draw: st.DrawFn) -> dict[str, Any]:
 @st.composite
 def workload(draw: st.DrawFn, i: int) -> dict[str, Any]:
     template = draw(pod_template())
-    kind = draw(st.sampled_from(["Pod", "Deployment", "StatefulSet", "Job"]))
+    kind = draw(st.sampled_from(["Pod", "Pod", "Deployment", "StatefulSet", "Job", "DaemonSet"]))
     meta = {"name": f"w{i}", "namespace": "default"}
     if kind == "Pod":
         return {
@@ -89,12 +89,27 @@ def workload(draw: st.DrawFn, i: int) -> dict[str, Any]:
             "metadata": {**meta, **template["metadata"]},
             "spec": template["spec"],
         }
-    key = "parallelism" if kind == "Job" else "replicas"
+    spec: dict[str, Any] = {"template": template}
+    if kind != "DaemonSet":
+        spec["parallelism" if kind == "Job" else "replicas"] = draw(st.integers(1, 6))
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": spec}
+
+
+@st.composite
+def running_pod(draw: st.DrawFn, i: int, nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A pod already bound: with the extender's annotation (a GPU index, maybe a wrong one) or without, maybe done."""
+    template = draw(pod_template())
+    node = draw(st.sampled_from(nodes))
+    annotations: dict[str, str] = {}
+    gpus = node["status"]["capacity"].get("aliyun.com/gpu-count", 0)
+    if gpus and draw(st.booleans()):
+        annotations["ALIYUN_COM_GPU_MEM_IDX"] = str(draw(st.integers(0, gpus)))
     return {
-        "apiVersion": "apps/v1",
-        "kind": kind,
-        "metadata": meta,
-        "spec": {key: draw(st.integers(1, 6)), "template": template},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"run{i}", "namespace": "prod", "annotations": annotations, **template["metadata"]},
+        "spec": {**template["spec"], "nodeName": node["metadata"]["name"]},
+        "status": {"phase": draw(st.sampled_from(["Running", "Running", "Pending", "Succeeded", "Failed"]))},
     }
 
 
@@ -115,9 +130,23 @@ def scenario(draw: st.DrawFn) -> dict[str, Any]:
                     "data": {"gpus": str(draw(st.integers(0, count - 1)))},
                 }
             )
+    existing = [draw(running_pod(i, nodes)) for i in range(draw(st.integers(0, 6)))]
+    names = [n["metadata"]["name"] for n in nodes] + ["node-missing"]
+    order = {
+        f"default/{w['metadata']['name']}" + ("" if w["kind"] == "Pod" else "-0"): draw(st.sampled_from(names))
+        for w in workloads
+        if w["kind"] != "DaemonSet" and draw(st.integers(0, 5)) == 0
+    }
+    # the inventory's unit, and the unit simulated: equal, or 1 GiB numbers simulated in 128 MiB units
+    unit, input_unit = draw(st.sampled_from([("1GiB", "1GiB"), ("128MiB", "1GiB"), ("128MiB", "128MiB")]))
     return {
         "nodes": nodes + unhealthy,
         "pods": workloads,
+        "existing": existing,
+        "node_order": order,
         "semantics": draw(st.sampled_from(["ack", "upstream"])),
         "placement": draw(st.sampled_from(["binpack", "spread"])),
+        "unit": unit,
+        "input_unit": input_unit,
+        "cgpu_cap": draw(st.sampled_from([1, 2, 16])),
     }

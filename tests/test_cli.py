@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -14,18 +16,26 @@ import yaml
 from gpushare.cli import main
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpushare", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
-    )
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command in-process: its exit code and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's own exits (--help, usage errors)
+            code = int(exc.code or 0)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def test_defaults_write_the_chart_in_the_current_directory(tmp_path: Path) -> None:
-    result = run("render", cwd=tmp_path)
+    """The real entry point, `python -m gpushare`, in a fresh directory."""
+    result = subprocess.run(
+        [sys.executable, "-m", "gpushare", "render"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
     assert result.returncode == 0, result.stderr
     chart = yaml.safe_load((tmp_path / "ack-ai-installer" / "Chart.yaml").read_text())
     assert chart["name"] == "ack-ai-installer" and chart["kubeVersion"] == ">=1.20.0-0 <1.29.0-0"

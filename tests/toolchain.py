@@ -184,7 +184,6 @@ def kube(program: str, minor: int) -> Tool:
     )
 
 
-
 def control_plane_tools(minor: int) -> dict[str, Tool]:
     return {
         "etcd": ETCD,

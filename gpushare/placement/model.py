@@ -37,11 +37,12 @@ class Gpu:
 
     @property
     def free(self) -> int:
-        return self.total - self.used if self.healthy else 0
+        """Memory units left; never below 0, though running pods may over-commit a GPU."""
+        return max(0, self.total - self.used) if self.healthy else 0
 
     @property
     def core_free(self) -> int:
-        return self.core_total - self.core_used if self.healthy else 0
+        return max(0, self.core_total - self.core_used) if self.healthy else 0
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,6 @@ def scheduler_args(cluster: ControlPlane, tmp_path: Path, api_name: str) -> list
     return [f"--config={path}"]
 
 
-
 def test_two_releases_install_side_by_side_and_upgrade(cluster: ControlPlane, tmp_path: Path) -> None:
     """Names derive from the release: a second release in another namespace installs beside the first (no
     cluster-scoped name clash), an upgrade of the first keeps working, and NOTES read the values set."""
@@ -99,10 +98,19 @@ def test_two_releases_install_side_by_side_and_upgrade(cluster: ControlPlane, tm
     installed = {}
     for release, namespace in (("gpushare", "team-a"), ("second", "team-b")):
         result = helm(
-            "install", release, str(chart), "-n", namespace, "--create-namespace", "--wait=false",
-            "--set", "gpuMemoryUnit=MiB", "--set", f"scheduler.name={release}-scheduler",
+            "install",
+            release,
+            str(chart),
+            "-n",
+            namespace,
+            "--create-namespace",
+            "--wait=false",
+            "--set",
+            "gpuMemoryUnit=MiB",
+            "--set",
+            f"scheduler.name={release}-scheduler",
             kubeconfig=cluster.kubeconfig,
-        )  # fmt: skip
+        )
         assert result.returncode == 0, result.stderr
         assert "unit: MiB" in result.stdout and "aliyun.com/gpu-mem: 2048   # 2 GiB" in result.stdout
         assert f"spec.schedulerName: {release}-scheduler" in result.stdout
@@ -112,15 +120,23 @@ def test_two_releases_install_side_by_side_and_upgrade(cluster: ControlPlane, tm
     assert ("ClusterRole", "second-gpushare-device-plugin") in installed["second"]
     assert not installed["gpushare"] & installed["second"]
     result = helm(
-        "upgrade", "gpushare", str(chart), "-n", "team-a", "--wait=false", "--set", "extender.port=23456",
+        "upgrade",
+        "gpushare",
+        str(chart),
+        "-n",
+        "team-a",
+        "--wait=false",
+        "--set",
+        "extender.port=23456",
         kubeconfig=cluster.kubeconfig,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     config = core.read_namespaced_config_map("gpushare-scheduler-config", "team-a").data
     assert "127.0.0.1:23456" in next(iter(config.values()))
     for release, namespace in (("gpushare", "team-a"), ("second", "team-b")):
         result = helm("uninstall", release, "-n", namespace, "--wait", kubeconfig=cluster.kubeconfig)
         assert result.returncode == 0, result.stderr
+
 
 @pytest.mark.parametrize("api_name", CONFIG_APIS)
 def test_scheduler_accepts_exactly_the_apis_the_generator_allows(
