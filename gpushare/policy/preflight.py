@@ -48,14 +48,12 @@ def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterRea
             scheduler = str(_dict(containers[0]).get("image", "")).rsplit(":", 1)[-1]
     current = None
     try:
-        daemonsets = cluster.objects("DaemonSet", lambda: cluster.apps.list_namespaced_daemon_set("kube-system"))
+        daemonsets = cluster.objects("DaemonSet", cluster.apps.list_daemon_set_for_all_namespaces)
     except ClusterError as exc:
         daemonsets = []
-        notes.append(f"could not read DaemonSets in kube-system ({exc}): the installed unit is unknown")
-    for ds in daemonsets:
-        if not str(ds["metadata"].get("name", "")).startswith("gpushare-device-plugin"):
-            continue
-        for container in ds["spec"]["template"]["spec"].get("containers") or []:
+        notes.append(f"could not read DaemonSets ({exc}): the installed unit is unknown")
+    for ds in daemonsets:  # the device plugin, whatever its release named it: the one that takes --memory-unit
+        for container in _dict(_dict(_dict(ds.get("spec")).get("template")).get("spec")).get("containers") or []:
             for arg in (container.get("command") or []) + (container.get("args") or []):
                 match = re.match(r"--memory-unit=(\S+)", str(arg))
                 if match:
