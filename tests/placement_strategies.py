@@ -24,6 +24,8 @@ def node(draw: st.DrawFn, i: int) -> dict[str, Any]:
         "memory": "64Gi",
         "pods": draw(st.sampled_from([3, 10, 110])),
     }
+    if draw(st.integers(0, 4)) == 0:
+        capacity["example.com/fpga"] = draw(st.integers(0, 2))
     if gpus:
         capacity["aliyun.com/gpu-mem"] = gpus * per_gpu
         capacity["aliyun.com/gpu-count"] = gpus
@@ -55,7 +57,12 @@ def pod_template(draw: st.DrawFn) -> dict[str, Any]:
     elif gpu_mem and draw(st.integers(0, 3)) == 0:
         limits["aliyun.com/gpu-core.percentage"] = draw(st.sampled_from([5, 10, 25, 50, 100, 7]))
     requests = {"cpu": draw(st.sampled_from(["100m", "1", "3"])), "memory": "1Gi"}
+    if draw(st.integers(0, 5)) == 0:
+        limits["example.com/fpga"] = 1
     spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"limits": limits, "requests": requests}}]}
+    if draw(st.integers(0, 4)) == 0:  # counted at node level when larger than the containers
+        init = {"cpu": draw(st.sampled_from(["100m", "5"])), "aliyun.com/gpu-mem": draw(st.integers(0, 30))}
+        spec["initContainers"] = [{"name": "init", "resources": {"limits": init, "requests": {"cpu": init["cpu"]}}}]
     if draw(st.integers(0, 4)) == 0:
         spec["nodeSelector"] = {"pool": draw(st.sampled_from(["a", "b"]))}
     if draw(st.integers(0, 4)) == 0:

@@ -25,6 +25,7 @@ def snapshot(result: PlacementResult) -> dict[str, Any]:
                 n.memory_used,
                 n.pods_used,
                 n.gpu_mem_used,
+                sorted(n.other_used.items()),
                 [(g.used, g.core_used, g.pods) for g in n.gpus],
             )
             for n in result.nodes
@@ -47,6 +48,8 @@ def check_invariants(result: PlacementResult, before: PlacementResult, semantics
             (node.gpu_mem_used, node.gpu_mem, old.gpu_mem_used),
         ):
             assert used <= max(cap, was), f"{node.name} over capacity"
+        for name, used in node.other_used.items():
+            assert used <= max(node.other.get(name, 0), old.other_used.get(name, 0)), f"{node.name} over {name}"
         for gpu, old_gpu in zip(node.gpus, old.gpus, strict=True):
             assert gpu.used <= max(gpu.total, old_gpu.used)
             assert gpu.core_used <= max(gpu.core_total, old_gpu.core_used)

@@ -37,6 +37,8 @@ class NodeInfo:
     memory: int = 0  # allocatable bytes
     pods: int = DEFAULT_MAX_PODS
     address: str = ""  # InternalIP
+    #: Every allocatable resource (extended resources, ephemeral-storage...), as a whole number.
+    other: dict[str, int] = field(default_factory=dict)
     node_info: dict[str, Any] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
@@ -97,6 +99,10 @@ def read_node(src: Source) -> NodeInfo | None:
     info.cpu = read("allocatable", allocatable, "cpu", milli, 0)
     info.memory = read("allocatable", allocatable, "memory", whole, 0)
     info.pods = read("allocatable", allocatable, "pods", whole, DEFAULT_MAX_PODS)
+    for resource in allocatable:
+        if resource not in ("cpu", "memory", "pods"):
+            parse = count if "/" in str(resource) else whole
+            info.other[str(resource)] = read("allocatable", allocatable, str(resource), parse, 0)
     info.address = next(
         (
             str(a.get("address", ""))

@@ -29,7 +29,7 @@ Key = tuple[float, str, int]
 class CapacityIndex:
     """Nodes by capacity value (0..limit), each capacity's nodes sorted by key; yields keys best-first for cap >= r.
 
-    One index serves one kind of pod (node class, GPU count, cpu and memory request). Nothing is freed during
+    One index serves one kind of pod (node class, GPU count, cpu, memory and other requests). Nothing is freed during
     a run, so a node that once lacked cpu, memory or pod slots for it never fits it again: it is dropped.
     """
 
@@ -109,7 +109,7 @@ class NodeClass:
         self.static_by_node = static_by_node
         self.members = members
         self.static = static
-        self.indexes: dict[tuple[int, int, int], CapacityIndex] = {}
+        self.indexes: dict[tuple[Any, ...], CapacityIndex] = {}
 
 
 class FastEngine:
@@ -146,7 +146,7 @@ class FastEngine:
         return found
 
     def index(self, cls: NodeClass, pod: Pod) -> CapacityIndex:
-        slot = (pod.gpu_count, pod.cpu, pod.memory)
+        slot = (pod.gpu_count, pod.cpu, pod.memory, pod.other)  # what a dropped node lacks for good
         found = cls.indexes.get(slot)
         if found is None:
             self.flush()

@@ -87,9 +87,6 @@ def to_pod(view: Workload, semantics: Semantics, unit_ratio: tuple[int, int]) ->
         tolerations = _tolerations(spec)
     except (AttributeError, KeyError, TypeError) as exc:
         return replace(base, invalid=f"malformed pod spec: {exc} [{workloads.MALFORMED}]")
-    gpu_mem = view.gpu_mem
-    if gpu_mem and unit_ratio[0] != unit_ratio[1]:
-        gpu_mem = math.ceil(gpu_mem * unit_ratio[0] / unit_ratio[1])
     indices = None
     raw_idx = view.annotations.get(labels.ANN_IDX)
     if raw_idx is not None and str(raw_idx).strip():
@@ -97,22 +94,34 @@ def to_pod(view: Workload, semantics: Semantics, unit_ratio: tuple[int, int]) ->
             indices = tuple(int(i) for i in str(raw_idx).split(","))
         except ValueError:
             indices = None
+    requests = view.requests
     return Pod(
         view.namespace,
         view.name,
-        gpu_mem,
-        view.gpu_count if semantics.name == "ack" else 1,
-        view.core,
-        view.cpu,
-        view.memory,
-        node_selector,
-        affinity,
-        tolerations,
-        spec.get("nodeName") or None,
-        indices,
-        None,
-        view.source.where,
+        gpu_mem=_rescale(view.gpu_mem, unit_ratio),
+        gpu_count=view.gpu_count if semantics.name == "ack" else 1,
+        core=view.core,
+        cpu=view.cpu,
+        memory=view.memory,
+        node_gpu_mem=_rescale(requests.get(labels.GPU_MEM, 0), unit_ratio),
+        node_core=requests.get(labels.GPU_CORE, 0),
+        other=tuple(sorted((r, n) for r, n in requests.items() if r not in _MODELLED and n)),
+        node_selector=node_selector,
+        affinity=affinity,
+        tolerations=tolerations,
+        node=spec.get("nodeName") or None,
+        gpu_indices=indices,
+        source=view.source.where,
     )
+
+
+#: Resources the model holds in fields of their own; every other one a pod requests is checked generically.
+_MODELLED = frozenset(("cpu", "memory", "pods", labels.GPU_MEM, labels.GPU_CORE, labels.GPU_COUNT))
+
+
+def _rescale(units: int, ratio: tuple[int, int]) -> int:
+    """Requests in the inventory's unit, in the simulated unit: rounded up (a request never shrinks)."""
+    return math.ceil(units * ratio[0] / ratio[1]) if units and ratio[0] != ratio[1] else units
 
 
 def parse_node(src: Source, unhealthy: dict[str, set[int]], semantics: Semantics, ratio: tuple[int, int]) -> Node:
@@ -150,6 +159,7 @@ def parse_node(src: Source, unhealthy: dict[str, set[int]], semantics: Semantics
         mode,
         placement,
         address=info.address,
+        other={r: n for r, n in info.other.items() if r not in _MODELLED},
     )
 
 

@@ -6,7 +6,7 @@ Built once from plain Kubernetes objects (`gpushare.placement.inputs`); the engi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gpushare.domain import cgpu
@@ -73,6 +73,9 @@ class Node:
     mem_only_pods: int = 0  # ack: GPU pods without compute on this node
     compute_pods: int = 0  # ack: GPU pods with compute on this node
     id: int = 0
+    #: Allocatable amounts of the other resources pods may request (extended resources, ephemeral-storage).
+    other: dict[str, int] = field(default_factory=dict)
+    other_used: dict[str, int] = field(default_factory=dict)
 
     @property
     def gpu_total(self) -> int:
@@ -113,11 +116,15 @@ class Pod:
 
     namespace: str
     name: str
-    gpu_mem: int = 0  # total units over its containers
+    gpu_mem: int = 0  # total units over its containers: what the extender places on GPUs
     gpu_count: int = 1  # GPUs it spans (ack multi-GPU label)
     core: int = 0  # percent of one GPU
-    cpu: int = 0
-    memory: int = 0
+    cpu: int = 0  # node-level requests, as kube-scheduler counts them: containers summed, the largest init
+    memory: int = 0  # container if larger, overhead added
+    node_gpu_mem: int = 0  # node-level aliyun.com/gpu-mem (NodeResourcesFit), counted like cpu
+    node_core: int = 0  # node-level aliyun.com/gpu-core.percentage
+    #: Other resources the pod requests at node level (extended resources, ephemeral-storage), name-sorted.
+    other: tuple[tuple[str, int], ...] = ()
     node_selector: tuple[tuple[str, str], ...] = ()
     affinity: tuple[tuple[Requirement, ...], ...] = ()  # OR of ANDs; empty = no constraint
     tolerations: tuple[Toleration, ...] = ()
@@ -145,6 +152,15 @@ class Pod:
         return (self.node_selector, self.affinity, self.tolerations, kind)
 
     @property
-    def shape(self) -> tuple[int, ...]:
+    def shape(self) -> tuple[Any, ...]:
         """What decides fit once a node is eligible."""
-        return (self.gpu_mem, self.gpu_count, self.core, self.cpu, self.memory)
+        return (
+            self.gpu_mem,
+            self.gpu_count,
+            self.core,
+            self.cpu,
+            self.memory,
+            self.node_gpu_mem,
+            self.node_core,
+            self.other,
+        )

@@ -114,7 +114,8 @@ def gpu_node_mode(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
 
 
 def _lacks(node: Node, pod: Pod) -> list[str]:
-    """Pod slots, cpu and memory the node cannot give: nothing is freed during a run, so this is for good."""
+    """Pod slots, cpu, memory and other resources the node cannot give: nothing is freed during a run, so this is
+    for good."""
     reasons = []
     if node.pods_used + 1 > node.pods:
         reasons.append("Too many pods")
@@ -122,21 +123,27 @@ def _lacks(node: Node, pod: Pod) -> list[str]:
         reasons.append("Insufficient cpu")
     if pod.memory and node.memory_used + pod.memory > node.memory:
         reasons.append("Insufficient memory")
+    for name, amount in pod.other:
+        if amount and node.other_used.get(name, 0) + amount > node.other.get(name, 0):
+            reasons.append(f"Insufficient {name}")
     return reasons
 
 
 def node_resources_fit(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
-    """NodeResourcesFit: every resource the node lacks, as kube-scheduler lists them (extended resources too)."""
+    """NodeResourcesFit: every resource the node lacks, as kube-scheduler lists them. Requests are node-level
+    (the largest init container counts when larger than the containers' sum), GPU memory included: kube-scheduler
+    checks it before the extender looks at single GPUs (`ignoredByScheduler: false`)."""
     reasons = _lacks(node, pod)
-    if pod.gpu_mem and node.gpu_mem_used + pod.gpu_mem > node.gpu_mem:
+    if pod.node_gpu_mem and node.gpu_mem_used + pod.node_gpu_mem > node.gpu_mem:
         reasons.append(f"Insufficient {labels.GPU_MEM}")
-    if pod.core and sum(g.core_used for g in node.gpus) + pod.core > sum(g.core_total for g in node.gpus):
+    if pod.node_core and sum(g.core_used for g in node.gpus) + pod.node_core > sum(g.core_total for g in node.gpus):
         reasons.append(f"Insufficient {labels.GPU_CORE}")
     return reasons
 
 
 def resources_exhausted(node: Node, pod: Pod) -> bool:
-    """NodeResourcesFit fails on pods, cpu or memory: permanent within a run (the fast engine drops the node)."""
+    """NodeResourcesFit fails on pods, cpu, memory or other resources: permanent within a run (the fast engine
+    drops the node)."""
     return bool(_lacks(node, pod))
 
 
@@ -264,7 +271,9 @@ def charge(node: Node, pod: Pod, gpus: list[Gpu]) -> None:
     node.cpu_used += pod.cpu
     node.memory_used += pod.memory
     node.pods_used += 1
-    node.gpu_mem_used += pod.gpu_mem
+    node.gpu_mem_used += pod.node_gpu_mem
+    for name, amount in pod.other:
+        node.other_used[name] = node.other_used.get(name, 0) + amount
     if pod.wants_gpu:
         if pod.core:
             node.compute_pods += 1

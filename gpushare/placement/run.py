@@ -7,6 +7,7 @@ results; `place_files` reads them from YAML files.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from gpushare.kube.documents import Source, read_documents
@@ -38,16 +39,7 @@ def charge_existing(nodes: list[Node], pods: Iterable[Pod], semantics: Semantics
         if pod.wants_gpu and pod.gpu_indices is not None:
             gpus = [g for g in node.gpus if g.index in pod.gpu_indices]
             share = pod.gpu_mem // max(1, len(pod.gpu_indices))
-            pod = Pod(
-                pod.namespace,
-                pod.name,
-                share * len(gpus),
-                max(1, len(gpus)),
-                pod.core,
-                pod.cpu,
-                pod.memory,
-                node=pod.node,
-            )
+            pod = replace(pod, gpu_mem=share * len(gpus), gpu_count=max(1, len(gpus)))
         elif pod.wants_gpu and semantics.name == "ack":
             gpus = plugins.choose_gpus(node, pod, semantics)
             if len(gpus) < pod.gpu_count:

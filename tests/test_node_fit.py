@@ -1,0 +1,71 @@
+"""Node-level fit as kube-scheduler counts it (noderesources/fit.go computePodResourceRequest, framework/types.go
+calculateResource): a pod asks max(sum of its containers, its largest init container) of every resource, for the
+pod being placed and for every pod already on the node, before the extender looks at single GPUs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpushare.placement import Semantics, place
+
+
+def node(name: str, gpus: int = 2, per_gpu: int = 8, **extra: str) -> dict[str, Any]:
+    capacity = {
+        "cpu": "8",
+        "memory": "32Gi",
+        "pods": "110",
+        "aliyun.com/gpu-mem": str(gpus * per_gpu),
+        "aliyun.com/gpu-count": str(gpus),
+        **extra,
+    }
+    return {"kind": "Node", "metadata": {"name": name}, "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def pod(name: str, containers: list[dict[str, Any]], init: list[dict[str, Any]] = (), **spec: Any) -> dict[str, Any]:  # type: ignore[assignment]
+    def c(i: int, limits: dict[str, Any]) -> dict[str, Any]:
+        return {"name": f"c{i}", "resources": {"limits": limits, "requests": limits}}
+
+    body: dict[str, Any] = {"containers": [c(i, x) for i, x in enumerate(containers)], **spec}
+    if init:
+        body["initContainers"] = [c(i, x) for i, x in enumerate(init)]
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "ml"}, "spec": body}
+
+
+@pytest.mark.parametrize("semantics", ["upstream", "ack"])
+def test_an_init_container_larger_than_the_node_keeps_the_pod_pending(semantics: str) -> None:
+    # containers ask 4 units (one GPU of 8 holds them); the init container asks 20: more than the node's 16
+    big_init = pod("p", [{"aliyun.com/gpu-mem": "4"}], init=[{"aliyun.com/gpu-mem": "20"}])
+    result = place([node("a")], [big_init], semantics=Semantics(semantics))
+    (pending,) = result.pending
+    assert pending.reasons == (("Insufficient aliyun.com/gpu-mem", 1),)
+    # the same pod without the init container lands
+    assert place([node("a")], [pod("p", [{"aliyun.com/gpu-mem": "4"}])], semantics=Semantics(semantics)).placements
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_running_pods_count_their_init_containers_at_node_level(engine: str) -> None:
+    # the running pod holds 2 units on GPU 0 (its containers) but 12 at node level (its init container):
+    # 16 - 12 = 4 left on the node, though the GPUs have 6 + 8 free
+    running = pod("old", [{"aliyun.com/gpu-mem": "2"}], init=[{"aliyun.com/gpu-mem": "12"}], nodeName="a")
+    running["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": "0"}
+    new = [pod("fits", [{"aliyun.com/gpu-mem": "4"}]), pod("too-big", [{"aliyun.com/gpu-mem": "1"}])]
+    result = place([node("a")], new, existing=[running], semantics=Semantics("upstream"), engine=engine)
+    assert [a.name for a in result.placements] == ["fits"]
+    assert result.placements[0].gpus == ((0, 4),)  # best fit: GPU 0 has 6 free, GPU 1 has 8
+    assert result.pending[0].reasons == (("Insufficient aliyun.com/gpu-mem", 1),)
+    assert result.nodes[0].gpu_mem_used == 16 and [g.used for g in result.nodes[0].gpus] == [6, 0]
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_cpu_and_extended_resources_use_the_same_rule(engine: str) -> None:
+    nodes = [node("a", **{"example.com/fpga": "1"}), node("b")]
+    init_cpu = pod("init-cpu", [{"cpu": "1"}], init=[{"cpu": "9"}])  # 9 cores at node level: no node has them
+    fpga = pod("fpga", [{"cpu": "1", "example.com/fpga": "1"}])  # only node a has an FPGA
+    second_fpga = pod("fpga-2", [{"cpu": "1"}], init=[{"example.com/fpga": "1"}])  # the init container wants it
+    result = place(nodes, [init_cpu, fpga, second_fpga], semantics=Semantics("upstream"), engine=engine)
+    assert [(a.name, a.node) for a in result.placements] == [("fpga", "a")]
+    reasons = {p.name: dict(p.reasons) for p in result.pending}
+    assert reasons["init-cpu"] == {"Insufficient cpu": 2}
+    assert reasons["fpga-2"] == {"Insufficient example.com/fpga": 2}
