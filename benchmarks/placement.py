@@ -22,7 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpushare.placement.inputs import Source, build
+from gpushare.kube.documents import Source
+from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
 from gpushare.placement.run import run
 

@@ -14,7 +14,7 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from gpushare import __version__
-from gpushare.domain import versions
+from gpushare.domain import profiles, versions
 from gpushare.generate import controlplane
 from gpushare.generate.notes import notes
 from gpushare.generate.stack import Stack
@@ -85,7 +85,7 @@ def _config_helpers(stack: Stack) -> str:
     """`gpushare.schedulerConfigApi` (the API: fixed, or by the cluster's minor in a universal chart) and
     `gpushare.schedulerConfig` (the configuration file, one body for every API)."""
     config = stack.config
-    if config is None:
+    if config is None or stack.mode != profiles.SECONDARY:  # control-plane: the configuration is a file
         return ""
     if config.api is not None:
         api = config.api
@@ -165,7 +165,7 @@ def values_yaml(stack: Stack) -> str:
         "# gpushare-settings.yaml: change them there and run `gpushare render --config gpushare-settings.yaml`.",
         "",
     ]
-    return "\n".join(header + _documented(stack.ctx.values)) + "\n"
+    return "\n".join(header + _documented(stack.ctx.published)) + "\n"
 
 
 def values_schema(settings: InstallerSettings) -> dict[str, Any]:

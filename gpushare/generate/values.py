@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -30,19 +31,21 @@ STRUCTURAL_SCHEDULER = ("mode", "configApi")
 
 
 def unused_sections(settings: InstallerSettings) -> set[str]:
-    """Settings sections no rendered object reads (no scheduler objects in managed mode, no cGPU without isolation)."""
+    """Settings sections no template reads: no scheduler objects in managed mode, the scheduler and extender of
+    control-plane mode live in the control-plane files (written at render time), no cGPU without isolation."""
     unused = set()
-    if settings.scheduler.mode == "managed":
+    if settings.scheduler.mode in ("managed", "control-plane"):
         unused |= {"scheduler", "extender"}
     if not settings.isolated_modes:
         unused.add("cgpu")
     return unused
 
 
-def chart_values(settings: InstallerSettings) -> dict[str, Any]:
-    """The chart's values: the settings document less what fixes the chart's structure or goes unused."""
+def chart_values(settings: InstallerSettings, published: bool = True) -> dict[str, Any]:
+    """The chart's values: the settings document less what fixes the chart's structure (and, when `published`,
+    less the sections no template reads)."""
     document = settings.document()
-    skip = set(STRUCTURAL) | unused_sections(settings)
+    skip = set(STRUCTURAL) | (unused_sections(settings) if published else set())
     values = {k: v for k, v in document.items() if k not in skip}
     if "scheduler" in values:
         values["scheduler"] = {k: v for k, v in values["scheduler"].items() if k not in STRUCTURAL_SCHEDULER}
@@ -58,13 +61,22 @@ class ChartValues:
 
     @cached_property
     def values(self) -> dict[str, Any]:
+        """Every value, the unpublished sections too (control-plane files read them at render time)."""
+        return chart_values(self.settings, published=False)
+
+    @cached_property
+    def published(self) -> dict[str, Any]:
+        """The values of values.yaml: those a template reads."""
         return chart_values(self.settings)
 
     def v(self, path: str) -> Expr:
-        """The chart value at a dotted path."""
+        """The chart value at a dotted path; one that values.yaml does not publish enters a template as a constant."""
         node: Any = self.values
         for part in path.split("."):
             node = node[part]
+        if path.split(".")[0] not in self.published:  # read at render time (control-plane files), or a constant
+            helm = json.dumps(node) if isinstance(node, str) else f'fail "{path} is not a value of this chart"'
+            return Expr(helm, node)
         return Expr(f".Values.{path}", node)
 
     @property
@@ -89,8 +101,7 @@ class ChartValues:
         """The version the component runs: its image tag (kube-scheduler: the cluster's own by default)."""
         if component == "scheduler":
             return Expr('include "gpushare.schedulerVersion" .', scheduler_version(self))
-        key = COMPONENT_VALUES[component]
-        return Expr(f".Values.{key}.image.tag", self.values[key]["image"]["tag"])
+        return self.v(f"{COMPONENT_VALUES[component]}.image.tag")
 
     def selector(self, component: str, extra: dict[str, str] | None = None) -> Expr:
         """The labels that select a component's pods; never changed, as selectors are immutable."""

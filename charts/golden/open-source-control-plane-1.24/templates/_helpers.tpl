@@ -52,28 +52,3 @@ helm.sh/chart: {{ include "gpushare.chart" .root }}
 {{- $tag := include "gpushare.schedulerVersion" . -}}
 {{- include "gpushare.image" (dict "repository" $image.repository "tag" $tag "digest" $image.digest) -}}
 {{- end -}}
-
-{{/* The kube-scheduler configuration API for the cluster's minor. */}}
-{{- define "gpushare.schedulerConfigApi" -}}v1beta3{{- end -}}
-
-{{/* The kube-scheduler configuration file. */}}
-{{- define "gpushare.schedulerConfig" -}}
-apiVersion: {{ printf "kubescheduler.config.k8s.io/%s" (include "gpushare.schedulerConfigApi" .) }}
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: /etc/kubernetes/scheduler.conf
-leaderElection:
-  leaderElect: true
-enableProfiling: false
-extenders:
-- urlPrefix: {{ toJson (printf "http://127.0.0.1:%v/gpushare-scheduler" .Values.extender.port) }}
-  filterVerb: filter
-  bindVerb: bind
-  enableHTTPS: false
-  httpTimeout: {{ toJson (printf "%vs" .Values.extender.httpTimeoutSeconds) }}
-  nodeCacheCapable: true
-  managedResources:
-  - name: aliyun.com/gpu-mem
-    ignoredByScheduler: false
-  ignorable: false
-{{ end -}}
