@@ -15,6 +15,8 @@ class Assignment:
     node: str
     gpus: tuple[tuple[int, int], ...]  # (GPU index, memory units) for each GPU the pod got
     core: int = 0
+    #: Nodes that shared the best score (1: no tie). The real scheduler picks among tied nodes at random.
+    tied_with: int = 1
 
     @property
     def key(self) -> str:
