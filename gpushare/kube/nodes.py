@@ -10,16 +10,12 @@ from typing import Any
 
 from gpushare.domain import labels
 from gpushare.domain.quantity import QuantityError, count, milli, whole
-from gpushare.kube.documents import Source
+from gpushare.kube.documents import Source, mapping
 from gpushare.kube.workloads import Problem
 
 MALFORMED = "GN301"
 #: kubelet's default when a Node reports no pod capacity.
 DEFAULT_MAX_PODS = 110
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 @dataclass
@@ -68,18 +64,18 @@ def read_node(src: Source) -> NodeInfo | None:
     obj = src.obj
     if obj.get("kind") != "Node":
         return None
-    meta = _dict(obj.get("metadata"))
-    status = _dict(obj.get("status"))
-    spec = _dict(obj.get("spec"))
-    capacity = _dict(status.get("capacity"))
-    allocatable = _dict(status.get("allocatable")) or capacity
+    meta = mapping(obj.get("metadata"))
+    status = mapping(obj.get("status"))
+    spec = mapping(obj.get("spec"))
+    capacity = mapping(status.get("capacity"))
+    allocatable = mapping(status.get("allocatable")) or capacity
     info = NodeInfo(
         str(meta.get("name") or "unnamed"),
-        {str(k): str(v) for k, v in _dict(meta.get("labels")).items()},
+        {str(k): str(v) for k, v in mapping(meta.get("labels")).items()},
         src,
         [t for t in spec.get("taints") or [] if isinstance(t, dict)] if isinstance(spec.get("taints"), list) else [],
         bool(spec.get("unschedulable")),
-        node_info=_dict(status.get("nodeInfo")),
+        node_info=mapping(status.get("nodeInfo")),
     )
 
     def read(where: str, table: dict[str, Any], resource: str, parse: Any, default: int) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 from gpushare.domain import labels
 from gpushare.domain.quantity import QuantityError, count, milli, whole
 from gpushare.errors import shown
-from gpushare.kube.documents import Source
+from gpushare.kube.documents import Source, mapping, sequence
 
 CONTROLLERS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet")
 WORKLOAD_KINDS = ("Pod", *CONTROLLERS)
@@ -52,14 +52,6 @@ class Problem:
         return f"{self.field}: {shown(self.value)} is not allowed; expected {self.allowed} [{self.rule}]"
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 @dataclass
 class Workload:
     """A Pod, or the pod template of a controller, with its requests summed."""
@@ -88,7 +80,7 @@ class Workload:
 
     @property
     def node_selector(self) -> dict[str, Any]:
-        return _dict(self.spec.get("nodeSelector"))
+        return mapping(self.spec.get("nodeSelector"))
 
     @property
     def pinned_node(self) -> str | None:
@@ -110,8 +102,8 @@ class Workload:
 
 
 def _resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    res = _dict(container.get("resources"))
-    return _dict(res.get("requests")), _dict(res.get("limits"))
+    res = mapping(container.get("resources"))
+    return mapping(res.get("requests")), mapping(res.get("limits"))
 
 
 def _quantity(resource: str) -> Any:
@@ -128,7 +120,7 @@ def _read_containers(view: Workload) -> None:
     summed: dict[str, int] = {}
     init_max: dict[str, int] = {}
     for kind in ("containers", "initContainers"):
-        for i, raw in enumerate(_list(spec.get(kind))):
+        for i, raw in enumerate(sequence(spec.get(kind))):
             if not isinstance(raw, dict):
                 view.problems.append(Problem(MALFORMED, f"spec.{kind}[{i}]", raw, "a container (a mapping)"))
                 continue
@@ -172,14 +164,14 @@ def _read_containers(view: Workload) -> None:
                 else:
                     init_max[resource] = max(init_max.get(resource, 0), amount)
             if kind == "containers":
-                for entry in _list(raw.get("env")):
-                    entry = _dict(entry)
+                for entry in sequence(raw.get("env")):
+                    entry = mapping(entry)
                     if "name" in entry:
                         view.env.append((cname, str(entry["name"]), entry.get("value")))
     view.gpu_mem = summed.get(labels.GPU_MEM, 0)
     view.core = summed.get(labels.GPU_CORE, 0)
     requests = {r: max(summed.get(r, 0), init_max.get(r, 0)) for r in {*summed, *init_max}}
-    for resource, value in _dict(spec.get("overhead")).items():
+    for resource, value in mapping(spec.get("overhead")).items():
         try:
             requests[resource] = requests.get(resource, 0) + _quantity(str(resource))(value)
         except QuantityError as exc:
@@ -221,25 +213,25 @@ def read_workload(src: Source) -> Workload | None:
     kind = obj.get("kind")
     if kind not in WORKLOAD_KINDS:
         return None
-    meta = _dict(obj.get("metadata"))
-    spec = _dict(obj.get("spec"))
+    meta = mapping(obj.get("metadata"))
+    spec = mapping(obj.get("spec"))
     pod_meta = meta
     replicas: Any = None
     if kind != "Pod":
         if kind == "CronJob":
-            spec = _dict(_dict(spec.get("jobTemplate")).get("spec"))
+            spec = mapping(mapping(spec.get("jobTemplate")).get("spec"))
         if kind in ("Job", "CronJob"):
             replicas = spec.get("parallelism", 1)
         elif kind != "DaemonSet":
             replicas = spec.get("replicas", 1)
-        template = _dict(spec.get("template"))
-        pod_meta, spec = _dict(template.get("metadata")), _dict(template.get("spec"))
+        template = mapping(spec.get("template"))
+        pod_meta, spec = mapping(template.get("metadata")), mapping(template.get("spec"))
     view = Workload(
         str(kind),
         str(meta.get("namespace") or "default"),
         str(meta.get("name") or "unnamed"),
-        _dict(pod_meta.get("labels")),
-        _dict(pod_meta.get("annotations")),
+        mapping(pod_meta.get("labels")),
+        mapping(pod_meta.get("annotations")),
         spec,
         src,
     )

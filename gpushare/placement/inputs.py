@@ -20,7 +20,7 @@ from gpushare.domain.labels import Placement
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import InputError
 from gpushare.kube import workloads
-from gpushare.kube.documents import Source
+from gpushare.kube.documents import Source, mapping
 from gpushare.kube.nodes import read_node
 from gpushare.kube.workloads import Workload, read_workload
 from gpushare.placement import plugins
@@ -171,14 +171,10 @@ class Inventory:
     ignored: int = 0  # documents of other kinds
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _unhealthy(sources: Iterable[Source]) -> dict[str, set[int]]:
     result: dict[str, set[int]] = {}
     for src in sources:
-        meta = _dict(src.obj.get("metadata"))
+        meta = mapping(src.obj.get("metadata"))
         name = str(meta.get("name", ""))
         if src.obj.get("kind") != "ConfigMap" or not name.startswith(labels.UNHEALTHY_CONFIGMAP_PREFIX):
             continue
@@ -211,7 +207,7 @@ def build(
     existing: list[Pod] = []
     for src in existing_docs:
         view = read_workload(src) if src.kind == "Pod" else None
-        if view is not None and _dict(src.obj.get("status")).get("phase") not in ("Succeeded", "Failed"):
+        if view is not None and mapping(src.obj.get("status")).get("phase") not in ("Succeeded", "Failed"):
             existing.append(to_pod(view, semantics, ratio))
     new: list[Pod] = []
     ignored = 0

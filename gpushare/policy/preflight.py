@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.kube.cluster import Cluster, ClusterError
-from gpushare.kube.documents import Source
+from gpushare.kube.documents import Source, mapping
 from gpushare.kube.workloads import read_workload
 from gpushare.policy.engine import ClusterFacts
 from gpushare.policy.validate import Report, validate
@@ -39,13 +39,13 @@ def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterRea
     scheduler = None
     for src in pods:
         pod = read_workload(src)
-        if pod is None or _dict(src.obj.get("status")).get("phase") in ("Succeeded", "Failed"):
+        if pod is None or mapping(src.obj.get("status")).get("phase") in ("Succeeded", "Failed"):
             continue
         if pod.gpu_mem:
             holding.append(pod.key)
         containers = pod.spec.get("containers") or []
         if pod.namespace == "kube-system" and pod.labels.get("component") == "kube-scheduler" and containers:
-            scheduler = str(_dict(containers[0]).get("image", "")).rsplit(":", 1)[-1]
+            scheduler = str(mapping(containers[0]).get("image", "")).rsplit(":", 1)[-1]
     current = None
     try:
         daemonsets = cluster.objects("DaemonSet", cluster.apps.list_daemon_set_for_all_namespaces)
@@ -53,17 +53,13 @@ def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterRea
         daemonsets = []
         notes.append(f"could not read DaemonSets ({exc}): the installed unit is unknown")
     for ds in daemonsets:  # the device plugin, whatever its release named it: the one that takes --memory-unit
-        for container in _dict(_dict(_dict(ds.get("spec")).get("template")).get("spec")).get("containers") or []:
+        for container in mapping(mapping(mapping(ds.get("spec")).get("template")).get("spec")).get("containers") or []:
             for arg in (container.get("command") or []) + (container.get("args") or []):
                 match = re.match(r"--memory-unit=(\S+)", str(arg))
                 if match:
                     current = match.group(1)
     regions = {n["metadata"].get("labels", {}).get("topology.kubernetes.io/region") for n in nodes} - {None}
     return ClusterReading(version, nodes, holding, current, scheduler, sorted(regions)[0] if regions else None, notes)
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def preflight(
