@@ -85,7 +85,8 @@ def read_node(src: Source) -> NodeInfo | None:
         try:
             return int(parse(raw))
         except QuantityError as exc:
-            info.problems.append(Problem(MALFORMED, f"status.{where}.{resource}", raw, f"a valid quantity ({exc})"))
+            if not any(p.field.endswith(f".{resource}") and p.value == raw for p in info.problems):  # once a value
+                info.problems.append(Problem(MALFORMED, f"status.{where}.{resource}", raw, f"a valid quantity ({exc})"))
             return default
 
     for resource, attr in ((labels.GPU_MEM, "gpu_mem"), (labels.GPU_COUNT, "gpu_count"), (labels.GPU_CORE, "core")):
