@@ -167,11 +167,13 @@ class StandIn:
                 length = int(self.headers.get("Content-Length") or 0)
                 args = json.loads(self.rfile.read(length) or b"{}")
                 verb = self.path.removeprefix(prefix).strip("/")
+                handler = {"filter": standin.filter, "bind": standin.bind}.get(verb)
                 try:
-                    result = {"filter": standin.filter, "bind": standin.bind}[verb](args)
-                    status = 500 if result.get("Error") else 200
-                except KeyError:
-                    result, status = {"Error": f"unknown verb {verb}"}, 404
+                    if handler is None:
+                        result, status = {"Error": f"unknown verb {verb}"}, 404
+                    else:
+                        result = handler(args)
+                        status = 500 if result.get("Error") else 200
                 except Exception as exc:  # the scheduler reads the error; the test reads the log
                     result, status = {"Error": f"{type(exc).__name__}: {exc}"}, 500
                     standin.errors.append(f"{verb}: {result['Error']}")

@@ -12,8 +12,9 @@ from cluster import ControlPlane, tail
 from kube import api
 from toolchain import HELM, need_tool
 
+import gpushare
 from gpushare import render
-from gpushare.domain.versions import CONFIG_APIS, POLICY, POLICY_SCHEDULER_NAME_UNTIL, served_apis
+from gpushare.domain.versions import CONFIG_APIS, CONFIG_GROUP, POLICY, POLICY_SCHEDULER_NAME_UNTIL, served_apis
 from gpushare.errors import InputError
 from gpushare.generate import schedconfig
 from gpushare.generate.template import text_of
@@ -64,7 +65,7 @@ def test_helm_install_every_object_accepted(cluster: ControlPlane, tmp_path: Pat
             assert f"apiVersion: kubescheduler.config.k8s.io/{served_apis(cluster.minor)[-1]}\n" in text
         releases = json.loads(helm("list", "-n", "kube-system", "-o", "json", kubeconfig=cluster.kubeconfig).stdout)
         assert [(r["name"], r["status"], r["chart"]) for r in releases] == [
-            ("gpushare", "deployed", f"ack-ai-installer-{yaml.safe_load(rendered.files['Chart.yaml'])['version']}")
+            ("gpushare", "deployed", f"ack-ai-installer-{gpushare.__version__}")
         ]
         result = helm("uninstall", "gpushare", "-n", "kube-system", "--wait", kubeconfig=cluster.kubeconfig)
         assert result.returncode == 0, result.stderr
@@ -170,8 +171,13 @@ def test_scheduler_accepts_exactly_the_apis_the_generator_allows(
             except subprocess.TimeoutExpired:
                 pytest.fail(f"1.{cluster.minor} kube-scheduler kept running with {api_name}:\n{tail(process.log)}")
             assert process.popen.returncode != 0
-            log = process.log.read_text(errors="replace")
-            assert api_name in log or "policy-config-file" in log, log[-2000:]
+            log = process.log.read_text(errors="replace").replace('\\"', '"')  # structured logs escape quotes
+            refused = (
+                "unknown flag: --policy-config-file"
+                if api_name == POLICY
+                else f'no kind "KubeSchedulerConfiguration" is registered for version "{CONFIG_GROUP}/{api_name}"'
+            )
+            assert refused in log, log[-2000:]
             with pytest.raises(InputError, match="is not allowed"):
                 render_with(api_name)
     finally:

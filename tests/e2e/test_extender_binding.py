@@ -65,6 +65,17 @@ def wait_bound(core: Any, name: str, log: Path, errors: list[str], timeout: floa
     raise AssertionError(f"pod {name} not bound after {timeout:.0f}s: {errors[-3:]}; kube-scheduler:\n{tail(log)}")
 
 
+def wait_unschedulable(core: Any, name: str, log: Path, timeout: float = 60) -> str:
+    """The message of the pod's PodScheduled=False/Unschedulable condition, once kube-scheduler sets it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for condition in core.read_namespaced_pod(name, "default").status.conditions or []:
+            if condition.type == "PodScheduled" and condition.reason == "Unschedulable":
+                return str(condition.message)
+        time.sleep(0.2)
+    raise AssertionError(f"pod {name} not reported unschedulable after {timeout:.0f}s:\n{tail(log)}")
+
+
 def test_rendered_config_binds_through_the_extender(cluster: ControlPlane, tmp_path: Path) -> None:
     core = api(cluster.kubeconfig)
     create_node(core, *gpu_node("bind-a", 2, 8))
@@ -78,8 +89,7 @@ def test_rendered_config_binds_through_the_extender(cluster: ControlPlane, tmp_p
         core.create_namespaced_pod("default", gpu_pod("second", 2))
         second = wait_bound(core, "second", process.log, standin.errors)
         core.create_namespaced_pod("default", gpu_pod("too-big", 9))
-        time.sleep(3)
-        pending = core.read_namespaced_pod("too-big", "default")
+        refused = wait_unschedulable(core, "too-big", process.log)
         assert process.alive(), tail(process.log)
     finally:
         server.shutdown()
@@ -91,5 +101,7 @@ def test_rendered_config_binds_through_the_extender(cluster: ControlPlane, tmp_p
     assert annotations["ALIYUN_COM_GPU_MEM_DEV"] == "8" and annotations["ALIYUN_COM_GPU_MEM_ASSIGNED"] == "false"
     # best fit: GPU 0 has 3 left, GPU 1 has 8: the 2-unit pod goes to GPU 0
     assert second["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_IDX"] == "0"
-    # 9 units fit no device of 8: kube-scheduler keeps it pending
-    assert not pending.spec.node_name
+    # 9 units fit no device of 8: the extender's filter refused the node and kube-scheduler says so
+    assert ("filter", "default/too-big") in standin.calls and ("bind", "default/too-big") not in standin.calls
+    assert "Insufficient GPU Memory in one device" in refused
+    assert not standin.errors
