@@ -44,7 +44,11 @@ _VALID: set[tuple[int, str]] = set()
 
 
 def validate_objects(objects: list[dict[str, Any]], minor: int) -> None:
-    """kubernetes-validate, strict, for the target minor; identical objects are checked once per session."""
+    """kubernetes-validate, strict, for the target minor, and the scheduler configuration by its own schema;
+    identical objects are checked once per session."""
+    configs = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-scheduler-config")]
+    secondary = any(o["kind"] == "Deployment" for o in objects)
+    assert len(configs) == secondary, "a secondary scheduler has exactly one configuration"
     for obj in objects:
         seen = (minor, json.dumps(obj, sort_keys=True))
         if seen in _VALID:
@@ -53,10 +57,10 @@ def validate_objects(objects: list[dict[str, Any]], minor: int) -> None:
             kubernetes_validate.validate(obj, f"1.{minor}", strict=True)
         except kubernetes_validate.ValidationError as exc:
             raise AssertionError(f"{obj['kind']}/{obj['metadata']['name']} invalid for 1.{minor}: {exc}") from None
-        _VALID.add(seen)
-        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "gpushare-scheduler-config":
+        if obj in configs:
             for name, text in obj["data"].items():
                 validate_scheduler_config(name, text)
+        _VALID.add(seen)  # only once every check passed
 
 
 def validate_scheduler_config(name: str, text: str) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from jsonschema import Draft202012Validator
 from regenerate import REPO, SETTINGS_SCHEMA, expected
 
 from gpushare import load_settings
+from gpushare.errors import InputError
 
 
 def test_generated_files_in_sync() -> None:
@@ -28,11 +30,17 @@ def test_settings_schema_agrees_with_the_model() -> None:
     }
     assert not list(validator.iter_errors(good))
     load_settings(good)
-    for bad in (
-        {"profile": "nope"},
-        {"unknown": 1},
-        {"scheduler": {"replicas": 0}},
-        {"extender": {"port": 80}},
-        {"isolation": []},
+    for bad, field in (
+        ({"profile": "nope"}, "profile"),
+        ({"unknown": 1}, "unknown"),
+        ({"scheduler": {"replicas": 0}}, "scheduler.replicas"),
+        ({"extender": {"port": 80}}, "extender.port"),
+        ({"isolation": []}, "isolation"),
     ):
-        assert list(validator.iter_errors(bad)), bad
+        errors = list(validator.iter_errors(bad))
+        assert errors, bad
+        # the schema and the model refuse the same field
+        where = ".".join(str(p) for p in errors[0].absolute_path) or str(errors[0].message)
+        assert field.split(".")[-1] in where or field in errors[0].message
+        with pytest.raises(InputError, match=field):
+            load_settings(bad)

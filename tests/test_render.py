@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import yaml
 
 from gpushare import render
@@ -85,12 +87,17 @@ def test_secondary_scheduler_is_reached_on_loopback_only() -> None:
 
 
 def test_checksum_follows_the_config() -> None:
-    def checksum(port: int) -> str:
-        rendered = render(
-            {"profile": "open-source", "kubernetesVersion": "1.25", "extender": {"port": port}}, format="manifests"
-        )
-        deployment = next(o for o in rendered.objects if o["kind"] == "Deployment")
-        return deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    """The Deployment rolls when, and only when, the configuration file changes."""
 
-    assert checksum(12345) != checksum(12346)
-    assert checksum(12345) == checksum(12345)
+    def rendered(**settings: object) -> tuple[str, str]:
+        objects = render(
+            {"profile": "open-source", "kubernetesVersion": "1.25", **settings}, format="manifests"
+        ).objects
+        deployment = next(o for o in objects if o["kind"] == "Deployment")
+        text = next(o for o in objects if o["kind"] == "ConfigMap")["data"]["scheduler-config.yaml"]
+        return deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"], text
+
+    checksum, text = rendered()
+    assert checksum == hashlib.sha256(text.encode()).hexdigest()
+    assert rendered(extender={"port": 12346})[0] != checksum
+    assert rendered(scheduler={"replicas": 2})[0] == checksum  # not in the file: no roll
