@@ -106,8 +106,13 @@ def test_preflight_reads_the_cluster_and_refuses_a_unit_switch(cluster: ControlP
     result = gpushare("preflight", "--kubeconfig", str(reader), "--config", str(same_unit), "-o", "json")
     report = json.loads(result.stdout)
     rules = {f["rule"] for f in report["findings"]}
+    assert result.returncode == 0, result.stdout
     assert "GC411" not in rules  # same unit: nothing to switch
     assert "GS108" not in rules  # the region came from the nodes' labels (cn-beijing)
+    # without the region label the region is unknown: the same settings now draw GS108
+    core.patch_node("pf-a", {"metadata": {"labels": {"topology.kubernetes.io/region": None}}})
+    result = gpushare("preflight", "--kubeconfig", str(reader), "--config", str(same_unit), "-o", "json")
+    assert "GS108" in {f["rule"] for f in json.loads(result.stdout)["findings"]}
 
     nobody = cluster.write_kubeconfig("nobody-pf")
     denied = gpushare("preflight", "--kubeconfig", str(nobody), "--config", str(settings))
