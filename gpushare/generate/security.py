@@ -31,7 +31,6 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
                 "CKV_K8S_22",
                 "CKV_K8S_23",
                 "CKV_K8S_28",
-                "CKV_K8S_31",
                 "CKV_K8S_37",
                 "CKV_K8S_40",
             )
