@@ -127,10 +127,12 @@ def _read_containers(view: Workload) -> None:
             cname = str(raw.get("name", i))
             requests, limits = _resources(raw)
             for resource in {*requests, *limits}:
-                value = requests.get(resource, limits.get(resource))
-                if resource in (labels.GPU_MEM, labels.GPU_CORE):
-                    value = limits.get(resource, requests.get(resource))
-                where = "limits" if resource in limits else "requests"
+                # the request counts (a limit stands in for a missing one); GPU resources are written as limits
+                first, second = (
+                    (limits, requests) if resource in (labels.GPU_MEM, labels.GPU_CORE) else (requests, limits)
+                )
+                table = first if resource in first else second
+                value, where = table[resource], "limits" if table is limits else "requests"
                 try:
                     amount = _quantity(str(resource))(value)
                 except QuantityError as exc:
