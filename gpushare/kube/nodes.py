@@ -36,6 +36,9 @@ class NodeInfo:
     #: Every allocatable resource (extended resources, ephemeral-storage...), as a whole number.
     other: dict[str, int] = field(default_factory=dict)
     node_info: dict[str, Any] = field(default_factory=dict)
+    annotations: dict[str, Any] = field(default_factory=dict)
+    #: status.images: each image's names and size in bytes (what kube-scheduler's ImageLocality reads).
+    images: list[tuple[tuple[str, ...], int]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -76,7 +79,14 @@ def read_node(src: Source) -> NodeInfo | None:
         [t for t in spec.get("taints") or [] if isinstance(t, dict)] if isinstance(spec.get("taints"), list) else [],
         bool(spec.get("unschedulable")),
         node_info=mapping(status.get("nodeInfo")),
+        annotations=mapping(meta.get("annotations")),
     )
+    for image in status.get("images") or []:
+        image = mapping(image)
+        names = tuple(str(n) for n in image.get("names") or [] if isinstance(n, str))
+        size = image.get("sizeBytes")
+        if names and isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+            info.images.append((names, size))
 
     def read(where: str, table: dict[str, Any], resource: str, parse: Any, default: int) -> int:
         raw = table.get(resource)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.domain import labels
+from gpushare.domain.kubescheduler import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from gpushare.domain.quantity import QuantityError, count, milli, whole
 from gpushare.errors import shown
 from gpushare.kube.documents import Source, mapping, sequence
@@ -71,6 +72,15 @@ class Workload:
     memory: int = 0  # bytes, node-level
     #: Every resource of the pod, node-level (containers summed, largest init container, overhead).
     requests: dict[str, int] = field(default_factory=dict)
+    #: cpu (millicores) and memory (bytes) as kube-scheduler scores nodes: a container that requests none counts
+    #: 100m and 200 MiB (pkg/scheduler/util GetNonzeroRequests), summed and maxed like the requests.
+    nz_cpu: int = 0
+    nz_memory: int = 0
+    images: list[str] = field(default_factory=list)  # spec.containers[*].image, in order
+    #: A controller's own `spec.selector` (the pods it owns), as written; None for a Pod.
+    selector: Any = None
+    #: A Pod's controller (ownerReferences entry with controller: true): (apiVersion, kind, name, uid).
+    controller: tuple[str, str, str, str] | None = None
     env: list[tuple[str, str, Any]] = field(default_factory=list)  # (container, name, value)
     problems: list[Problem] = field(default_factory=list)
 
@@ -119,6 +129,7 @@ def _read_containers(view: Workload) -> None:
     spec = view.spec
     summed: dict[str, int] = {}
     init_max: dict[str, int] = {}
+    nz_sum, nz_init = [0, 0], [0, 0]
     for kind in ("containers", "initContainers"):
         for i, raw in enumerate(sequence(spec.get(kind))):
             if not isinstance(raw, dict):
@@ -126,6 +137,7 @@ def _read_containers(view: Workload) -> None:
                 continue
             cname = str(raw.get("name", i))
             requests, limits = _resources(raw)
+            nz = [DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST]  # replaced below by what the container asks
             for resource in {*requests, *limits}:
                 # the request counts (a limit stands in for a missing one); GPU resources are written as limits
                 first, second = (
@@ -161,11 +173,19 @@ def _read_containers(view: Workload) -> None:
                             f"equal to the limit {limits[resource]!r} (extended resources)",
                         )
                     )
+                if resource in ("cpu", "memory"):
+                    nz[resource == "memory"] = amount
                 if kind == "containers":
                     summed[resource] = summed.get(resource, 0) + amount
                 else:
                     init_max[resource] = max(init_max.get(resource, 0), amount)
+            for j in (0, 1):
+                if kind == "containers":
+                    nz_sum[j] += nz[j]
+                else:
+                    nz_init[j] = max(nz_init[j], nz[j])
             if kind == "containers":
+                view.images.append(str(raw.get("image") or ""))
                 for entry in sequence(raw.get("env")):
                     entry = mapping(entry)
                     if "name" in entry:
@@ -173,11 +193,17 @@ def _read_containers(view: Workload) -> None:
     view.gpu_mem = summed.get(labels.GPU_MEM, 0)
     view.core = summed.get(labels.GPU_CORE, 0)
     requests = {r: max(summed.get(r, 0), init_max.get(r, 0)) for r in {*summed, *init_max}}
+    nz = [max(nz_sum[j], nz_init[j]) for j in (0, 1)]
     for resource, value in mapping(spec.get("overhead")).items():
         try:
-            requests[resource] = requests.get(resource, 0) + _quantity(str(resource))(value)
+            amount = _quantity(str(resource))(value)
         except QuantityError as exc:
             view.problems.append(Problem(MALFORMED, f"spec.overhead.{resource}", value, f"a quantity ({exc})"))
+            continue
+        requests[resource] = requests.get(resource, 0) + amount
+        if resource in ("cpu", "memory"):
+            nz[resource == "memory"] += amount
+    view.nz_cpu, view.nz_memory = nz
     view.requests = requests
     view.cpu = requests.get("cpu", 0)
     view.memory = requests.get("memory", 0)
@@ -209,6 +235,15 @@ def _check_gpu_request(view: Workload) -> None:
         )
 
 
+def _controller(meta: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    """The ownerReferences entry marked `controller: true` (metav1.GetControllerOf), if any."""
+    for ref in sequence(meta.get("ownerReferences")):
+        ref = mapping(ref)
+        if ref.get("controller") is True:
+            return (str(ref.get("apiVersion", "")), str(ref.get("kind", "")), str(ref.get("name", "")), str(ref.get("uid", "")))
+    return None
+
+
 def read_workload(src: Source) -> Workload | None:
     """The pod of a Pod, or the pod template of a controller; None for other kinds."""
     obj = src.obj
@@ -219,7 +254,9 @@ def read_workload(src: Source) -> Workload | None:
     spec = mapping(obj.get("spec"))
     pod_meta = meta
     replicas: Any = None
+    selector: Any = None
     if kind != "Pod":
+        selector = spec.get("selector")
         if kind == "CronJob":
             spec = mapping(mapping(spec.get("jobTemplate")).get("spec"))
         if kind in ("Job", "CronJob"):
@@ -236,6 +273,8 @@ def read_workload(src: Source) -> Workload | None:
         mapping(pod_meta.get("annotations")),
         spec,
         src,
+        selector=selector,
+        controller=_controller(meta) if kind == "Pod" else None,
     )
     if replicas is not None:
         if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 0:

@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 import heapq
+from dataclasses import replace
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 from sortedcontainers import SortedList
 
-from gpushare.placement import plugins
+from gpushare.placement import plugins, scoring
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 
@@ -267,6 +268,15 @@ def place(
             engine.fixed(pod, node_order[pod.key], result)
             continue
         cls = engine.node_class(pod)
+        if semantics.name == "upstream":  # TEMPORARY: scan
+            fitting = [n for n in cls.members if engine.fits(n, pod)]
+            if not fitting:
+                result.pending.append(engine.pending(pod, cls))
+                continue
+            node, tied = scoring.choose_node(pod, fitting, nodes, semantics)
+            assignment = engine.bind(node, pod, best=False)
+            result.placements.append(replace(assignment, tied_with=tied))
+            continue
         node = engine.best(pod, cls)
         if node is None:
             result.pending.append(engine.pending(pod, cls))

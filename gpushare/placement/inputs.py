@@ -9,8 +9,10 @@ pod, its reason worded and numbered as `gpushare validate` reports it.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -20,11 +22,17 @@ from gpushare.domain.labels import Placement
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import InputError
 from gpushare.kube import workloads
-from gpushare.kube.documents import Source, mapping
-from gpushare.kube.nodes import read_node
+from gpushare.kube import selectors
+from gpushare.kube.documents import Source, mapping, sequence
+from gpushare.kube.nodes import NodeInfo, read_node
+from gpushare.kube.selectors import SelectorError
 from gpushare.kube.workloads import Workload, read_workload
-from gpushare.placement import plugins
+from gpushare.placement import plugins, spreading
 from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
+from gpushare.placement.spreading import Owners
+
+#: Node annotation NodePreferAvoidPods reads (v1.PreferAvoidPodsAnnotationKey).
+PREFER_AVOID_PODS = "scheduler.alpha.kubernetes.io/preferAvoidPods"
 
 #: Problems that make a pod invalid under each semantics: upstream knows no compute nor gpu-count label.
 _REFUSED = {
@@ -47,22 +55,50 @@ def invalid_reason(view: Workload, semantics: Semantics) -> str | None:
     return None
 
 
+def _term(term: dict[str, Any]) -> tuple[Requirement, ...]:
+    """A NodeSelectorTerm: its matchExpressions and matchFields, ANDed."""
+    reqs = [
+        Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()))
+        for e in term.get("matchExpressions") or []
+    ]
+    reqs += [
+        Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()), field=True)
+        for e in term.get("matchFields") or []
+    ]
+    return tuple(reqs)
+
+
+def _node_affinity(spec: dict[str, Any]) -> dict[str, Any]:
+    return (spec.get("affinity") or {}).get("nodeAffinity") or {}
+
+
 def _affinity(spec: dict[str, Any]) -> tuple[tuple[Requirement, ...], ...]:
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = []
-    for term in required.get("nodeSelectorTerms") or []:
-        reqs = [
-            Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()))
-            for e in term.get("matchExpressions") or []
-        ]
-        reqs += [
-            Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()), field=True)
-            for e in term.get("matchFields") or []
-        ]
-        terms.append(tuple(reqs))
-    return tuple(terms)
+    """Required node affinity: terms ORed. A term without requirements matches no node (component-helpers
+    nodeaffinity), so it is left out; a selector left with no term matches nothing (`NO_NODE`)."""
+    required = _node_affinity(spec).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return ()
+    terms = tuple(t for t in (_term(term) for term in required.get("nodeSelectorTerms") or []) if t)
+    return terms or NO_NODE
+
+
+#: Required node affinity no node satisfies (every term empty).
+NO_NODE: tuple[tuple[Requirement, ...], ...] = ((Requirement("metadata.name", "In", (), field=True),),)
+
+
+def _preferred(spec: dict[str, Any]) -> tuple[tuple[int, tuple[Requirement, ...]], ...]:
+    """Preferred node affinity: (weight, requirements), terms of weight 0 or without requirements left out."""
+    result = []
+    for entry in _node_affinity(spec).get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+        weight, term = int(entry.get("weight") or 0), _term(entry.get("preference") or {})
+        if weight and term:
+            result.append((weight, term))
+    return tuple(result)
+
+
+def normalized_image(name: str) -> str:
+    """ImageLocality's lookup name: `:latest` added when the reference names no tag."""
+    return name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
 
 
 def _tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
@@ -73,19 +109,38 @@ def _tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
     )
 
 
-def to_pod(view: Workload, semantics: Semantics, unit_ratio: tuple[int, int]) -> Pod:
-    """The model of one pod; a problem the semantics refuses makes it invalid, with its reason."""
+def to_pod(
+    view: Workload,
+    semantics: Semantics,
+    unit_ratio: tuple[int, int],
+    owners: Owners | None = None,
+    pod_labels: dict[str, str] | None = None,
+    controller: tuple[str, str, str, str] | None = None,
+) -> Pod:
+    """The model of one pod; a problem the semantics refuses makes it invalid, with its reason.
+
+    With `owners` the pod is one to place: its spreading is worked out (a pod already bound needs none).
+    `pod_labels` and `controller` stand in for what a controller would give the pods it creates."""
     base = Pod(view.namespace, view.name, source=view.source.where)
     reason = invalid_reason(view, semantics)
     if reason is not None:
         return replace(base, invalid=reason)
     spec = view.spec
+    own_labels = pod_labels if pod_labels is not None else {str(k): str(v) for k, v in view.labels.items()}
+    controller = controller or view.controller
+    spread: tuple[Any, ...] = ()
+    spread_own = False
     try:
         selector = spec.get("nodeSelector") or {}
         node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
         affinity = _affinity(spec)
+        preferred = _preferred(spec)
         tolerations = _tolerations(spec)
-    except (AttributeError, KeyError, TypeError) as exc:
+        if owners is not None:
+            spread, spread_own = spreading.soft_constraints(
+                spec, view.namespace, own_labels, controller, owners, semantics.scheduler
+            )
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         return replace(base, invalid=f"malformed pod spec: {exc} [{workloads.MALFORMED}]")
     indices = None
     raw_idx = view.annotations.get(labels.ANN_IDX)
@@ -112,6 +167,14 @@ def to_pod(view: Workload, semantics: Semantics, unit_ratio: tuple[int, int]) ->
         node=spec.get("nodeName") or None,
         gpu_indices=indices,
         source=view.source.where,
+        labels=tuple(sorted(own_labels.items())),
+        nz_cpu=view.nz_cpu,
+        nz_memory=view.nz_memory,
+        images=tuple(normalized_image(i) for i in view.images),
+        preferred=preferred,
+        spread=spread,
+        spread_own=spread_own,
+        owner=(controller[1], controller[3]) if controller and controller[1] in ("ReplicationController", "ReplicaSet") else None,
     )
 
 
@@ -127,6 +190,11 @@ def _rescale(units: int, ratio: tuple[int, int]) -> int:
 def parse_node(src: Source, unhealthy: dict[str, set[int]], semantics: Semantics, ratio: tuple[int, int]) -> Node:
     info = read_node(src)
     assert info is not None
+    return node_model(info, unhealthy, semantics, ratio)
+
+
+def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], semantics: Semantics, ratio: tuple[int, int]) -> Node:
+    src = info.source
     if info.problems:
         problem = info.problems[0]
         raise InputError(f"Node {info.name} {problem.field}", problem.value, f"{problem.allowed} ({src.where})")
@@ -160,7 +228,43 @@ def parse_node(src: Source, unhealthy: dict[str, set[int]], semantics: Semantics
         placement,
         address=info.address,
         other={r: n for r, n in info.other.items() if r not in _MODELLED},
+        avoid=_avoided(info),
     )
+
+
+def _avoided(info: NodeInfo) -> frozenset[tuple[str, str]]:
+    """Controllers (kind, uid) the node's preferAvoidPods annotation names; unreadable JSON avoids nothing, as in
+    kube-scheduler."""
+    raw = info.annotations.get(PREFER_AVOID_PODS)
+    try:
+        entries = json.loads(raw).get("preferAvoidPods") if isinstance(raw, str) else None
+    except (ValueError, AttributeError):
+        return frozenset()
+    result = set()
+    for entry in sequence(entries):
+        ref = mapping(mapping(mapping(entry).get("podSignature")).get("podController"))
+        result.add((str(ref.get("kind", "")), str(ref.get("uid", ""))))
+    return frozenset(result)
+
+
+def _image_scores(nodes: list[Node], infos: list[NodeInfo]) -> None:
+    """ImageLocality's per-node image scores: an image's size times the share of all nodes that hold it.
+
+    kube-scheduler's cache keeps one size per image name, the one the first node to report it gave; the dry run
+    takes the first node in input order (`kubectl get nodes` lists them by name, as the scheduler's informer does
+    when it starts). Its count of nodes holding an image is refreshed when a node is updated, which kubelets do every
+    few minutes; the dry run counts every node."""
+    holders: Counter[str] = Counter()
+    sizes: dict[str, int] = {}
+    for info in infos:
+        for names, size in info.images:
+            for name in names:
+                sizes.setdefault(name, size)
+        holders.update({n for names, _ in info.images for n in names})
+    for node, info in zip(nodes, infos, strict=True):
+        for names, _ in info.images:
+            for name in names:
+                node.image_scores[name] = int(sizes[name] * (holders[name] / len(nodes)))
 
 
 @dataclass
@@ -201,9 +305,14 @@ def build(
     ratio = unit_ratio(input_unit or semantics.gpu_memory_unit, semantics)
     everything = node_docs + existing_docs + workload_docs
     unhealthy = _unhealthy(everything)
-    nodes = [parse_node(s, unhealthy, semantics, ratio) for s in node_docs if s.obj.get("kind") == "Node"]
+    infos = [info for info in (read_node(s) for s in node_docs) if info is not None]
+    nodes = [node_model(info, unhealthy, semantics, ratio) for info in infos]
     for i, node in enumerate(nodes):
         node.id = i
+    _image_scores(nodes, infos)
+    owners = Owners()
+    for src in existing_docs + workload_docs:  # what the cluster will hold: its Services and pod controllers
+        owners.add(src)
     existing: list[Pod] = []
     for src in existing_docs:
         view = read_workload(src) if src.kind == "Pod" else None
@@ -214,16 +323,50 @@ def build(
     for src in workload_docs:
         view = read_workload(src)
         if view is None:
-            ignored += src.kind not in ("Node", "ConfigMap")
+            ignored += src.kind not in ("Node", "ConfigMap", "Service")
             continue
-        pod = to_pod(view, semantics, ratio)
-        if view.kind == "DaemonSet" and not pod.invalid:
-            new.extend(_daemon_pods(pod, nodes, semantics))
-        elif view.replicas is None or pod.invalid:  # a Pod, or a controller that is invalid as a whole
-            new.append(pod)
-        else:
-            new.extend(replace(pod, name=f"{view.name}-{i}") for i in range(view.replicas))
+        new.extend(_pods(view, nodes, semantics, ratio, owners))
     return Inventory(nodes, existing, new, ignored)
+
+
+def _pods(view: Workload, nodes: list[Node], semantics: Semantics, ratio: tuple[int, int], owners: Owners) -> Iterator[Pod]:
+    """The pods a Pod or controller stands for, in order, labelled and owned as their controller would make them."""
+    template_labels = {str(k): str(v) for k, v in view.labels.items()}
+    if view.kind == "Pod":
+        yield to_pod(view, semantics, ratio, owners)
+        return
+    pod_labels, controller = dict(template_labels), None
+    if view.kind == "Deployment":
+        template_hash = owners.template_hash(view.namespace, view.name)
+        pod_labels[spreading.TEMPLATE_HASH] = template_hash
+        rs_name = f"{view.name}-{template_hash}"
+        controller = ("apps/v1", "ReplicaSet", rs_name, "")
+        key = (view.namespace, "ReplicaSet", rs_name)
+        if key not in owners.controllers:
+            try:
+                selector = selectors.parse(view.selector, "spec.selector") if view.selector is not None else (
+                    selectors.from_set(template_labels)
+                )
+            except SelectorError:
+                selector = selectors.NOTHING
+            owners.controllers[key] = selector.add(selectors.from_set({spreading.TEMPLATE_HASH: template_hash}).requirements)
+    elif view.kind in ("ReplicaSet", "StatefulSet"):
+        controller = ("apps/v1", view.kind, view.name, "")
+    pod = to_pod(view, semantics, ratio, owners, pod_labels, controller)
+    if view.kind == "DaemonSet" and not pod.invalid:
+        yield from _daemon_pods(pod, nodes, semantics)
+    elif view.replicas is None or pod.invalid:  # a controller that is invalid as a whole
+        yield pod
+    elif view.kind == "StatefulSet":  # each pod names itself in a label
+        for i in range(view.replicas):
+            labels_i = tuple(sorted({**dict(pod.labels), STATEFULSET_POD_NAME: f"{view.name}-{i}"}.items()))
+            yield replace(pod, name=f"{view.name}-{i}", labels=labels_i)
+    else:
+        for i in range(view.replicas):
+            yield replace(pod, name=f"{view.name}-{i}")
+
+
+STATEFULSET_POD_NAME = "statefulset.kubernetes.io/pod-name"
 
 
 _DAEMON_TOLERATIONS = (Toleration(plugins.UNSCHEDULABLE_TAINT.key, "Exists", None, "NoSchedule"),)

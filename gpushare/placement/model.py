@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gpushare.domain import cgpu
+from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
 from gpushare.domain.labels import Placement
+from gpushare.domain.versions import MINORS
+from gpushare.kube.selectors import LabelSelector
 
 SemanticsName = Literal["upstream", "ack"]
 
@@ -23,6 +26,8 @@ class Semantics:
     placement: Placement = "binpack"  # default node choice, and GPU choice where no node label says otherwise
     gpu_memory_unit: str = "1GiB"
     cgpu_max_pods_per_gpu: int = cgpu.MAX_PODS_PER_GPU
+    #: The kube-scheduler modelled: its minor and configuration API (upstream's node scoring, the filters' words).
+    scheduler: ScoringProfile = field(default_factory=lambda: scoring_profile(MINORS[-1]))
 
 
 @dataclass
@@ -76,6 +81,15 @@ class Node:
     #: Allocatable amounts of the other resources pods may request (extended resources, ephemeral-storage).
     other: dict[str, int] = field(default_factory=dict)
     other_used: dict[str, int] = field(default_factory=dict)
+    #: cpu and memory requested as kube-scheduler scores them: a container without a request counts 100m / 200 MiB.
+    cpu_nz_used: int = 0
+    memory_nz_used: int = 0
+    #: ImageLocality: each image on the node (normalised name) and its size scaled by the share of nodes holding it.
+    image_scores: dict[str, int] = field(default_factory=dict)
+    #: NodePreferAvoidPods: controllers (kind, uid) the node's annotation asks to keep away.
+    avoid: frozenset[tuple[str, str]] = frozenset()
+    #: The pods bound here (namespace, labels), which topology spreading and pod affinity count.
+    bound: list[tuple[str, dict[str, str]]] = field(default_factory=list)
 
     @property
     def gpu_total(self) -> int:
@@ -111,6 +125,17 @@ class Requirement:
 
 
 @dataclass(frozen=True)
+class SpreadConstraint:
+    """One topology spread constraint: pods matching `selector` in the pod's namespace, counted per topology domain."""
+
+    topology_key: str
+    max_skew: int
+    selector: LabelSelector
+    honor_affinity: bool = True  # nodeAffinityPolicy: only nodes the pod's node selector/affinity admits count
+    honor_taints: bool = False  # nodeTaintsPolicy: only nodes whose NoSchedule/NoExecute taints the pod tolerates
+
+
+@dataclass(frozen=True)
 class Pod:
     """A pod to place, or one already bound (`node` set)."""
 
@@ -132,6 +157,18 @@ class Pod:
     gpu_indices: tuple[int, ...] | None = None  # from the extender's annotation on a bound pod
     invalid: str | None = None
     source: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
+    #: cpu and memory as kube-scheduler scores them (a container without a request counts 100m / 200 MiB).
+    nz_cpu: int = 0
+    nz_memory: int = 0
+    images: tuple[str, ...] = ()  # the containers' images, normalised as ImageLocality looks them up
+    #: Preferred node affinity: (weight, requirements ANDed); terms of weight 0 or without requirements dropped.
+    preferred: tuple[tuple[int, tuple[Requirement, ...]], ...] = ()
+    #: Soft spreading (ScheduleAnyway): the pod's own constraints, or the system defaults with its controller's
+    #: selector; `spread_own` says they are the pod's own (nodes without every topology key are then not scored).
+    spread: tuple[SpreadConstraint, ...] = ()
+    spread_own: bool = False
+    owner: tuple[str, str] | None = None  # controller (kind, uid), for NodePreferAvoidPods
 
     @property
     def key(self) -> str:

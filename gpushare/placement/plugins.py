@@ -17,7 +17,6 @@ from gpushare.domain import labels
 from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
 
 UNSCHEDULABLE = "node(s) were unschedulable"
-AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 GPU_ONE_DEVICE = "Insufficient GPU Memory in one device"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
@@ -40,16 +39,14 @@ class Rejection:
 
 
 def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    """v1 Toleration.ToleratesTaint for any of them: an empty effect or key matches every one; Exists ignores the
+    value, Equal (or no operator) compares it."""
     for t in tolerations:
         if t.effect and t.effect != taint.effect:
             continue
-        if t.key is None or t.key == "":
-            if t.operator == "Exists":
-                return True
+        if t.key and t.key != taint.key:
             continue
-        if t.key != taint.key:
-            continue
-        if t.operator == "Exists" or (t.value or "") == taint.value:
+        if t.operator == "Exists" or (t.operator in ("", "Equal") and (t.value or "") == taint.value):
             return True
     return False
 
@@ -63,7 +60,7 @@ def taint_toleration(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
     """TaintToleration: the first NoSchedule or NoExecute taint the pod does not tolerate."""
     for taint in node.taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not tolerates(pod.tolerations, taint):
-            return [f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"]
+            return [semantics.scheduler.taint_reason(taint.key, taint.value)]
     return []
 
 
@@ -92,11 +89,20 @@ def _matches(requirement: Requirement, node: Node) -> bool:
 
 def node_affinity(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
     """NodeAffinity: nodeSelector, and required node affinity (terms ORed, requirements ANDed)."""
-    if any(node.labels.get(k) != v for k, v in pod.node_selector):
-        return [AFFINITY]
-    if pod.affinity and not any(all(_matches(r, node) for r in term) for term in pod.affinity):
-        return [AFFINITY]
+    if not matches_required(node, pod):
+        return [semantics.scheduler.affinity_reason]
     return []
+
+
+def matches_term(term: tuple[Requirement, ...], node: Node) -> bool:
+    return all(_matches(r, node) for r in term)
+
+
+def matches_required(node: Node, pod: Pod) -> bool:
+    """nodeSelector and required node affinity (component-helpers RequiredNodeAffinity.Match)."""
+    if any(node.labels.get(k) != v for k, v in pod.node_selector):
+        return False
+    return not pod.affinity or any(matches_term(term, node) for term in pod.affinity)
 
 
 def gpu_node_mode(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
@@ -270,6 +276,9 @@ def charge(node: Node, pod: Pod, gpus: list[Gpu]) -> None:
     """Bind: record a bound pod's usage on its node and GPUs."""
     node.cpu_used += pod.cpu
     node.memory_used += pod.memory
+    node.cpu_nz_used += pod.nz_cpu
+    node.memory_nz_used += pod.nz_memory
+    node.bound.append((pod.namespace, dict(pod.labels)))
     node.pods_used += 1
     node.gpu_mem_used += pod.node_gpu_mem
     for name, amount in pod.other:

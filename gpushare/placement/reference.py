@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpushare.placement import plugins
+from gpushare.placement import plugins, scoring
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 
@@ -39,10 +39,12 @@ def place(
                 Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items())), pod.per_gpu, explained)
             )
             continue
-        best = min(fitting, key=lambda n: plugins.score_key(n, semantics))
+        best, tied = (fitting[0], 1) if fixed is not None else scoring.choose_node(pod, fitting, nodes, semantics)
         gpus = plugins.choose_gpus(best, pod, semantics)
         plugins.charge(best, pod, gpus)
         result.placements.append(
-            Assignment(pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core)
+            Assignment(
+                pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
+            )
         )
     return result

@@ -1,32 +1,48 @@
 """Scenarios for the differential test: one generator, run twice, through the real kube-scheduler with the stand-in
 extender and through `gpushare place`, so the two outcomes can be compared pod by pod.
 
-A scenario is plain Kubernetes objects (Nodes with their status, running pods with the extender's annotations,
-unhealthy-GPU ConfigMaps, the pods to place in order) built from a seed, printed whole when a comparison fails
-so it can be replayed: `python tests/e2e/differential.py SEED` prints it as YAML.
+A scenario is plain Kubernetes objects (Nodes with their status, ReplicaSets, running pods with the extender's
+annotations, unhealthy-GPU ConfigMaps, the pods to place in order) built from a seed, printed whole when a
+comparison fails so it can be replayed: `python tests/e2e/differential.py SEED` prints it as YAML.
+
+What varies, so the comparison covers the scheduler's whole default scoring: nodes of 1-8 GPUs and of different
+cpu and memory, some loaded by a cpu-heavy pod, some tainted PreferNoSchedule, some in zones, some holding the
+pods' images, some asking to avoid a ReplicaSet's pods; running pods, some finished, some of a Deployment's
+ReplicaSet; unhealthy GPUs; pods with sidecars, init containers, cpu and memory requests or none, tolerations,
+preferred node affinity, several images; pods of Deployments (a ReplicaSet owns them, as the Deployment
+controller would make them: there is no controller-manager here).
 """
 
 from __future__ import annotations
 
+import json
 import random
 import sys
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 SCHEDULER = "gpushare-scheduler"
 IMAGE = "registry.k8s.io/pause:3.9"
+TAINT = {"key": "gpushare.io/prefer-not", "value": "yes", "effect": "PreferNoSchedule"}
+ZONE = "topology.kubernetes.io/zone"
+#: Images pods run and nodes may already hold (ImageLocality): the pause image, and two large ones by tag and
+#: without one (`:latest` is implied).
+IMAGES = ("registry.k8s.io/pause:3.9", "example.com/infer:v1", "example.com/train")
+AVOID = "scheduler.alpha.kubernetes.io/preferAvoidPods"
 
 
 @dataclass
 class Scenario:
     seed: int
     nodes: list[dict[str, Any]] = field(default_factory=list)
+    replica_sets: list[dict[str, Any]] = field(default_factory=list)
     running: list[dict[str, Any]] = field(default_factory=list)
     config_maps: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
 
     def documents(self) -> list[dict[str, Any]]:
-        return [*self.nodes, *self.config_maps, *self.running, *self.pods]
+        return [*self.nodes, *self.config_maps, *self.replica_sets, *self.running, *self.pods]
 
 
 def _container(name: str, limits: dict[str, str], requests: dict[str, str] | None = None) -> dict[str, Any]:
@@ -36,54 +52,120 @@ def _container(name: str, limits: dict[str, str], requests: dict[str, str] | Non
     return {"name": name, "image": IMAGE, "resources": resources}
 
 
-def _node(rng: random.Random, i: int) -> dict[str, Any]:
+def _images(rng: random.Random, sizes: dict[str, int]) -> list[dict[str, Any]]:
+    """status.images as a kubelet reports them: names (a tagged one, or one left to mean :latest) and sizes."""
+    held = []
+    for image in IMAGES:
+        if rng.random() < 0.4:
+            name = image if ":" in image.rsplit("/", 1)[-1] else f"{image}:latest"
+            held.append({"names": [name], "sizeBytes": sizes[image]})
+    return held
+
+
+def _node(rng: random.Random, i: int, zones: bool, sizes: dict[str, int]) -> dict[str, Any]:
     gpus = rng.randint(1, 8)
     per_gpu = rng.choice([8, 15, 16])
-    cpu = rng.choice(["8", "16", "32"])
     capacity = {
-        "cpu": cpu,
+        "cpu": rng.choice(["8", "16", "32"]),
         "memory": rng.choice(["32Gi", "64Gi"]),
         "pods": "110",
         "aliyun.com/gpu-mem": str(gpus * per_gpu),
         "aliyun.com/gpu-count": str(gpus),
     }
     name = f"n{i}"
+    labels = {"kubernetes.io/hostname": name, "gpushare": "true"}
+    if zones:
+        labels[ZONE] = rng.choice(["zone-a", "zone-b"])
+    if rng.random() < 0.3:
+        labels["pool"] = "fast"
     spec: dict[str, Any] = {}
     if rng.random() < 0.25:
-        spec["taints"] = [{"key": "gpushare.io/prefer-not", "value": "yes", "effect": "PreferNoSchedule"}]
+        spec["taints"] = [dict(TAINT)]
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "gpushare": "true"}},
+        "metadata": {"name": name, "labels": labels},
         "spec": spec,
         "status": {
             "capacity": capacity,
             "allocatable": capacity,
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "differential"}],
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "images": _images(rng, sizes),
         },
     }
 
 
+def _replica_set(rng: random.Random, j: int) -> dict[str, Any]:
+    labels = {"app": f"d{j}", "pod-template-hash": f"{rng.getrandbits(32):08x}"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": f"d{j}-{labels['pod-template-hash']}",
+            "namespace": "default",
+            "labels": dict(labels),
+            "uid": str(uuid.UUID(int=rng.getrandbits(128))),
+        },
+        "spec": {
+            "replicas": 0,  # no controller-manager runs here; the test creates the ReplicaSet's pods itself
+            "selector": {"matchLabels": dict(labels)},
+            "template": {"metadata": {"labels": dict(labels)}, "spec": {"containers": [_container("main", {})]}},
+        },
+    }
+
+
+def _owned(pod: dict[str, Any], replica_set: dict[str, Any]) -> None:
+    """Make the pod one of the ReplicaSet's, as its controller would: the template's labels and an owner reference."""
+    meta = replica_set["metadata"]
+    pod["metadata"]["labels"] = dict(meta["labels"])
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": meta["name"], "uid": meta["uid"], "controller": True}
+    ]
+
+
 def _gpu_pod(rng: random.Random, name: str, max_units: int) -> dict[str, Any]:
     units = rng.randint(1, max_units)
-    containers = [_container("main", {"aliyun.com/gpu-mem": str(units)}, {"cpu": rng.choice(["0", "500m", "2"])})]
+    requests = {}
+    cpu = rng.choice(["0", "100m", "500m", "2", None])
+    if cpu is not None:
+        requests["cpu"] = cpu
+    if rng.random() < 0.5:
+        requests["memory"] = rng.choice(["256Mi", "2Gi", "8Gi"])
+    containers = [_container("main", {"aliyun.com/gpu-mem": str(units)}, requests)]
+    containers[0]["image"] = rng.choice(IMAGES)
     if rng.random() < 0.2:  # a sidecar with GPU memory of its own: the extender sums the containers
         containers.append(_container("side", {"aliyun.com/gpu-mem": str(rng.randint(1, 2))}))
     spec: dict[str, Any] = {"schedulerName": SCHEDULER, "containers": containers}
     if rng.random() < 0.2:  # an init container counts at node level when larger
         spec["initContainers"] = [_container("init", {"aliyun.com/gpu-mem": str(rng.randint(1, max_units * 2))})]
-    if spec["containers"][0]["resources"].get("requests", {}).get("cpu") == "0":
-        del spec["containers"][0]["resources"]["requests"]
+    if rng.random() < 0.2:
+        spec["tolerations"] = [{"key": TAINT["key"], "operator": "Exists", "effect": "PreferNoSchedule"}]
+    if rng.random() < 0.15:
+        key, value = rng.choice([("pool", "fast"), (ZONE, "zone-a")])
+        term = {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": rng.choice([1, 50, 100]), "preference": term}]
+            }
+        }
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
 def scenario(seed: int) -> Scenario:
-    """Nodes of 1-8 GPUs, some cpu-loaded or tainted PreferNoSchedule, running pods (some done), unhealthy GPUs,
-    then 4-12 pods of every shape to place one at a time."""
+    """Nodes, Deployments' ReplicaSets, running pods, unhealthy GPUs, then 4-12 pods to place one at a time."""
     rng = random.Random(seed)
     result = Scenario(seed)
-    result.nodes = [_node(rng, i) for i in range(rng.randint(2, 5))]
+    zones = rng.random() < 0.4
+    sizes = {image: rng.choice([300, 800, 2500]) * 1024 * 1024 for image in IMAGES}  # an image's size, on any node
+    result.nodes = [_node(rng, i, zones, sizes) for i in range(rng.randint(2, 5))]
+    result.replica_sets = [_replica_set(rng, j) for j in range(rng.randint(0, 2))]
+    for node in result.nodes:  # NodePreferAvoidPods (v1beta1 profiles): keep a ReplicaSet's pods away
+        if result.replica_sets and rng.random() < 0.2:
+            meta = rng.choice(result.replica_sets)["metadata"]
+            owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": meta["name"], "uid": meta["uid"]}
+            signature = {"podSignature": {"podController": owner | {"controller": True}}}
+            node["metadata"]["annotations"] = {AVOID: json.dumps({"preferAvoidPods": [signature]})}
     for node in result.nodes:
         name = node["metadata"]["name"]
         gpus = int(node["status"]["capacity"]["aliyun.com/gpu-count"])
@@ -104,6 +186,8 @@ def scenario(seed: int) -> Scenario:
             pod["spec"]["containers"] = [_container("main", {"aliyun.com/gpu-mem": str(units)})]
             pod["spec"].pop("initContainers", None)
             pod["spec"]["nodeName"] = name
+            if result.replica_sets and rng.random() < 0.5:
+                _owned(pod, rng.choice(result.replica_sets))
             pod["metadata"]["annotations"] = {
                 "ALIYUN_COM_GPU_MEM_IDX": str(rng.randrange(gpus)),
                 "ALIYUN_COM_GPU_MEM_POD": str(units),
@@ -124,7 +208,10 @@ def scenario(seed: int) -> Scenario:
             result.running.append(heavy)
     largest = max(int(n["status"]["capacity"]["aliyun.com/gpu-mem"]) for n in result.nodes)
     for k in range(rng.randint(4, 12)):
-        result.pods.append(_gpu_pod(rng, f"new-{k}", min(16, largest)))
+        pod = _gpu_pod(rng, f"new-{k}", min(16, largest))
+        if result.replica_sets and rng.random() < 0.5:
+            _owned(pod, rng.choice(result.replica_sets))
+        result.pods.append(pod)
     return result
 
 
