@@ -198,12 +198,16 @@ class ScoringProfile:
 
     @property
     def affinity_reason(self) -> str:
-        return "node(s) didn't match Pod's node affinity" if self.minor <= 20 else (
-            "node(s) didn't match Pod's node affinity/selector"
+        return (
+            "node(s) didn't match Pod's node affinity"
+            if self.minor <= 20
+            else ("node(s) didn't match Pod's node affinity/selector")
         )
 
 
-def scoring_profile(minor: int, api: str | None = None, priorities: Iterable[tuple[str, int]] | None = None) -> ScoringProfile:
+def scoring_profile(
+    minor: int, api: str | None = None, priorities: Iterable[tuple[str, int]] | None = None
+) -> ScoringProfile:
     """The profile for a minor and API (default: the API the generator renders for that minor). A Policy file's
     priorities may be given; otherwise those gpushare renders, or the legacy defaults when it renders none."""
     if minor not in MINORS:

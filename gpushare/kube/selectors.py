@@ -53,7 +53,7 @@ class LabelSelector:
         return all(r.matches(labels) for r in self.requirements)
 
     def add(self, requirements: Iterable[LabelRequirement]) -> LabelSelector:
-        """This selector and more requirements (`selector.Add`); requirements stay sorted, as apimachinery keeps them."""
+        """This selector and more requirements (`selector.Add`), kept sorted as apimachinery keeps them."""
         merged = tuple(sorted({*self.requirements, *requirements}, key=lambda r: (r.key, r.operator, sorted(r.values))))
         return LabelSelector(merged, self.nothing)
 

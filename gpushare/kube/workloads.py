@@ -240,7 +240,12 @@ def _controller(meta: dict[str, Any]) -> tuple[str, str, str, str] | None:
     for ref in sequence(meta.get("ownerReferences")):
         ref = mapping(ref)
         if ref.get("controller") is True:
-            return (str(ref.get("apiVersion", "")), str(ref.get("kind", "")), str(ref.get("name", "")), str(ref.get("uid", "")))
+            return (
+                str(ref.get("apiVersion", "")),
+                str(ref.get("kind", "")),
+                str(ref.get("name", "")),
+                str(ref.get("uid", "")),
+            )
     return None
 
 

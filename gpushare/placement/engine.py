@@ -13,14 +13,15 @@
 from __future__ import annotations
 
 import heapq
-from dataclasses import replace
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from sortedcontainers import SortedList
 
-from gpushare.placement import plugins, scoring
+from gpushare.placement import interpod, plugins, scoring
+from gpushare.placement.interpod import Cycle
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 
@@ -125,6 +126,10 @@ class FastEngine:
         self.dirty: set[int] = set()
         self.version = 0
         self.memo: dict[tuple[Any, ...], tuple[int, int]] = {}  # (signature, shape) -> (version, node id)
+        #: Bound pods with required anti-affinity: while there are any, every pod needs its Cycle.
+        self.anti_affinity_bound = sum(
+            1 for n in nodes for p in n.bound if p.pod_affinity is not None and p.pod_affinity.required_anti
+        )
         self.pending_memo: dict[tuple[Any, ...], tuple[int, Pending]] = {}
 
     def key(self, node: Node) -> Key:
@@ -181,9 +186,15 @@ class FastEngine:
                     self.indexed[slot] = (cap, key)
         self.dirty.clear()
 
-    def fits(self, node: Node, pod: Pod) -> bool:
+    def fits(self, node: Node, pod: Pod, cycle: Cycle | None = None) -> bool:
         """A member of the pod's class fits when the dynamic filter plugins pass."""
-        return plugins.dynamic_rejection(node, pod, self.semantics) is None
+        return plugins.dynamic_rejection(node, pod, self.semantics, cycle) is None
+
+    def cycle(self, pod: Pod) -> Cycle | None:
+        """The pod's counts of other pods, when a rule between pods applies to it (else None: the indexes serve)."""
+        if not interpod.needs_cycle(pod, self.anti_affinity_bound > 0):
+            return None
+        return interpod.prefilter(pod, self.nodes, self.semantics.scheduler)
 
     def best(self, pod: Pod, cls: NodeClass) -> Node | None:
         memo_key = (pod.static_signature, pod.shape)
@@ -207,16 +218,16 @@ class FastEngine:
             self.drop(index, node)
         return chosen
 
-    def pending(self, pod: Pod, cls: NodeClass) -> Pending:
+    def pending(self, pod: Pod, cls: NodeClass, cycle: Cycle | None = None) -> Pending:
         memo_key = (pod.static_signature, pod.shape)
-        memo = self.pending_memo.get(memo_key)
+        memo = self.pending_memo.get(memo_key) if cycle is None else None
         if memo is not None and memo[0] == self.version:
             reasons, by_node = memo[1].reasons, memo[1].by_node
         else:
             why = Counter(cls.static)
             dynamic: dict[int, plugins.Rejection] = {}
             for node in cls.members:
-                rejected = plugins.dynamic_rejection(node, pod, self.semantics)
+                rejected = plugins.dynamic_rejection(node, pod, self.semantics, cycle)
                 if rejected is not None:  # always: no member fits, or the search would have found it
                     why.update(rejected.reasons)
                     dynamic[node.id] = rejected
@@ -225,7 +236,8 @@ class FastEngine:
             if self.explain:
                 by_node = tuple((n.name, cls.static_by_node.get(n.id) or dynamic[n.id]) for n in self.nodes)
         result = Pending(pod.namespace, pod.name, len(self.nodes), reasons, pod.per_gpu, by_node)
-        self.pending_memo[memo_key] = (self.version, result)
+        if cycle is None:
+            self.pending_memo[memo_key] = (self.version, result)
         return result
 
     def bind(self, node: Node, pod: Pod, best: bool = True) -> Assignment:
@@ -233,6 +245,8 @@ class FastEngine:
         go straight to it."""
         gpus = plugins.choose_gpus(node, pod, self.semantics)
         plugins.charge(node, pod, gpus)
+        if pod.pod_affinity is not None and pod.pod_affinity.required_anti:
+            self.anti_affinity_bound += 1
         self.version += 1
         self.dirty.add(node.id)
         if best:
@@ -241,9 +255,10 @@ class FastEngine:
 
     def fixed(self, pod: Pod, name: str, result: PlacementResult) -> None:
         """--node-order replay: the pod goes to the named node if it fits there, else stays pending."""
+        cycle = interpod.prefilter(pod, self.nodes, self.semantics.scheduler)
         for node in self.nodes:
             if node.name == name:
-                rejected = plugins.rejection(node, pod, self.semantics)
+                rejected = plugins.rejection(node, pod, self.semantics, cycle)
                 if rejected is None:
                     result.placements.append(self.bind(node, pod, best=False))
                 else:
@@ -268,13 +283,14 @@ def place(
             engine.fixed(pod, node_order[pod.key], result)
             continue
         cls = engine.node_class(pod)
-        if semantics.name == "upstream":  # TEMPORARY: scan
-            fitting = [n for n in cls.members if engine.fits(n, pod)]
+        cycle = engine.cycle(pod)
+        if semantics.name == "upstream" or cycle is not None:  # TEMPORARY: scan
+            fitting = [n for n in cls.members if engine.fits(n, pod, cycle)]
             if not fitting:
-                result.pending.append(engine.pending(pod, cls))
+                result.pending.append(engine.pending(pod, cls, cycle))
                 continue
-            node, tied = scoring.choose_node(pod, fitting, nodes, semantics)
-            assignment = engine.bind(node, pod, best=False)
+            chosen, tied = scoring.choose_node(pod, fitting, nodes, semantics)
+            assignment = engine.bind(chosen, pod, best=False)
             result.placements.append(replace(assignment, tied_with=tied))
             continue
         node = engine.best(pod, cls)

@@ -21,13 +21,12 @@ from gpushare.domain import labels
 from gpushare.domain.labels import Placement
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import InputError
-from gpushare.kube import workloads
-from gpushare.kube import selectors
+from gpushare.kube import selectors, workloads
 from gpushare.kube.documents import Source, mapping, sequence
 from gpushare.kube.nodes import NodeInfo, read_node
 from gpushare.kube.selectors import SelectorError
 from gpushare.kube.workloads import Workload, read_workload
-from gpushare.placement import plugins, spreading
+from gpushare.placement import interpod, plugins, spreading
 from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
 from gpushare.placement.spreading import Owners
 
@@ -116,6 +115,7 @@ def to_pod(
     owners: Owners | None = None,
     pod_labels: dict[str, str] | None = None,
     controller: tuple[str, str, str, str] | None = None,
+    namespaces: dict[str, dict[str, str]] | None = None,
 ) -> Pod:
     """The model of one pod; a problem the semantics refuses makes it invalid, with its reason.
 
@@ -130,16 +130,19 @@ def to_pod(
     controller = controller or view.controller
     spread: tuple[Any, ...] = ()
     spread_own = False
+    hard_spread: tuple[Any, ...] = ()
     try:
         selector = spec.get("nodeSelector") or {}
         node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
         affinity = _affinity(spec)
         preferred = _preferred(spec)
         tolerations = _tolerations(spec)
+        pod_affinity = interpod.parse_pod_affinity(spec, view.namespace, semantics.scheduler)
         if owners is not None:
             spread, spread_own = spreading.soft_constraints(
                 spec, view.namespace, own_labels, controller, owners, semantics.scheduler
             )
+            hard_spread = spreading.own_constraints(spec, own_labels, semantics.scheduler, "DoNotSchedule")
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         return replace(base, invalid=f"malformed pod spec: {exc} [{workloads.MALFORMED}]")
     indices = None
@@ -174,7 +177,14 @@ def to_pod(
         preferred=preferred,
         spread=spread,
         spread_own=spread_own,
-        owner=(controller[1], controller[3]) if controller and controller[1] in ("ReplicationController", "ReplicaSet") else None,
+        hard_spread=hard_spread,
+        pod_affinity=pod_affinity,
+        ns_labels=tuple(
+            sorted(interpod.namespace_labels(view.namespace, namespaces or {}, semantics.scheduler).items())
+        ),
+        owner=(controller[1], controller[3])
+        if controller and controller[1] in ("ReplicationController", "ReplicaSet")
+        else None,
     )
 
 
@@ -313,27 +323,45 @@ def build(
     owners = Owners()
     for src in existing_docs + workload_docs:  # what the cluster will hold: its Services and pod controllers
         owners.add(src)
+    namespaces = {
+        str(mapping(s.obj.get("metadata")).get("name", "")): {
+            str(k): str(v) for k, v in mapping(mapping(s.obj.get("metadata")).get("labels")).items()
+        }
+        for s in everything
+        if s.kind == "Namespace"
+    }
     existing: list[Pod] = []
     for src in existing_docs:
         view = read_workload(src) if src.kind == "Pod" else None
         if view is not None and mapping(src.obj.get("status")).get("phase") not in ("Succeeded", "Failed"):
-            existing.append(to_pod(view, semantics, ratio))
+            existing.append(to_pod(view, semantics, ratio, namespaces=namespaces))
     new: list[Pod] = []
     ignored = 0
     for src in workload_docs:
         view = read_workload(src)
         if view is None:
-            ignored += src.kind not in ("Node", "ConfigMap", "Service")
+            ignored += src.kind not in _CLUSTER_STATE
             continue
-        new.extend(_pods(view, nodes, semantics, ratio, owners))
+        new.extend(_pods(view, nodes, semantics, ratio, owners, namespaces))
     return Inventory(nodes, existing, new, ignored)
 
 
-def _pods(view: Workload, nodes: list[Node], semantics: Semantics, ratio: tuple[int, int], owners: Owners) -> Iterator[Pod]:
+#: Kinds among the workloads that describe the cluster rather than pods to place (read, not counted as ignored).
+_CLUSTER_STATE = ("Node", "ConfigMap", "Service", "Namespace")
+
+
+def _pods(
+    view: Workload,
+    nodes: list[Node],
+    semantics: Semantics,
+    ratio: tuple[int, int],
+    owners: Owners,
+    namespaces: dict[str, dict[str, str]],
+) -> Iterator[Pod]:
     """The pods a Pod or controller stands for, in order, labelled and owned as their controller would make them."""
     template_labels = {str(k): str(v) for k, v in view.labels.items()}
     if view.kind == "Pod":
-        yield to_pod(view, semantics, ratio, owners)
+        yield to_pod(view, semantics, ratio, owners, namespaces=namespaces)
         return
     pod_labels, controller = dict(template_labels), None
     if view.kind == "Deployment":
@@ -344,15 +372,19 @@ def _pods(view: Workload, nodes: list[Node], semantics: Semantics, ratio: tuple[
         key = (view.namespace, "ReplicaSet", rs_name)
         if key not in owners.controllers:
             try:
-                selector = selectors.parse(view.selector, "spec.selector") if view.selector is not None else (
-                    selectors.from_set(template_labels)
+                selector = (
+                    selectors.parse(view.selector, "spec.selector")
+                    if view.selector is not None
+                    else (selectors.from_set(template_labels))
                 )
             except SelectorError:
                 selector = selectors.NOTHING
-            owners.controllers[key] = selector.add(selectors.from_set({spreading.TEMPLATE_HASH: template_hash}).requirements)
+            owners.controllers[key] = selector.add(
+                selectors.from_set({spreading.TEMPLATE_HASH: template_hash}).requirements
+            )
     elif view.kind in ("ReplicaSet", "StatefulSet"):
         controller = ("apps/v1", view.kind, view.name, "")
-    pod = to_pod(view, semantics, ratio, owners, pod_labels, controller)
+    pod = to_pod(view, semantics, ratio, owners, pod_labels, controller, namespaces)
     if view.kind == "DaemonSet" and not pod.invalid:
         yield from _daemon_pods(pod, nodes, semantics)
     elif view.replicas is None or pod.invalid:  # a controller that is invalid as a whole

@@ -7,13 +7,17 @@ Built once from plain Kubernetes objects (`gpushare.placement.inputs`); the engi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
 from gpushare.domain import cgpu
 from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
 from gpushare.domain.labels import Placement
 from gpushare.domain.versions import MINORS
 from gpushare.kube.selectors import LabelSelector
+
+if TYPE_CHECKING:
+    from gpushare.placement.interpod import PodAffinity
 
 SemanticsName = Literal["upstream", "ack"]
 
@@ -88,8 +92,8 @@ class Node:
     image_scores: dict[str, int] = field(default_factory=dict)
     #: NodePreferAvoidPods: controllers (kind, uid) the node's annotation asks to keep away.
     avoid: frozenset[tuple[str, str]] = frozenset()
-    #: The pods bound here (namespace, labels), which topology spreading and pod affinity count.
-    bound: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    #: The pods bound here, which topology spreading and pod affinity count.
+    bound: list[Pod] = field(default_factory=list)
 
     @property
     def gpu_total(self) -> int:
@@ -133,6 +137,7 @@ class SpreadConstraint:
     selector: LabelSelector
     honor_affinity: bool = True  # nodeAffinityPolicy: only nodes the pod's node selector/affinity admits count
     honor_taints: bool = False  # nodeTaintsPolicy: only nodes whose NoSchedule/NoExecute taints the pod tolerates
+    min_domains: int = 1  # a hard constraint with fewer eligible domains counts the missing ones as empty
 
 
 @dataclass(frozen=True)
@@ -168,7 +173,19 @@ class Pod:
     #: selector; `spread_own` says they are the pod's own (nodes without every topology key are then not scored).
     spread: tuple[SpreadConstraint, ...] = ()
     spread_own: bool = False
+    #: Hard spreading (DoNotSchedule), the pod's own constraints: a filter.
+    hard_spread: tuple[SpreadConstraint, ...] = ()
     owner: tuple[str, str] | None = None  # controller (kind, uid), for NodePreferAvoidPods
+    pod_affinity: PodAffinity | None = None  # podAffinity and podAntiAffinity
+    ns_labels: tuple[tuple[str, str], ...] = ()  # its namespace's labels (namespaceSelector of affinity terms)
+
+    @cached_property
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+    @cached_property
+    def ns_label_map(self) -> dict[str, str]:
+        return dict(self.ns_labels)
 
     @property
     def key(self) -> str:

@@ -14,13 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpushare.domain import labels
-from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
+from gpushare.placement import interpod
+from gpushare.placement.interpod import Cycle
+from gpushare.placement.matching import matches_required, tolerates
+from gpushare.placement.model import Gpu, Node, Pod, Semantics, Taint
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 GPU_ONE_DEVICE = "Insufficient GPU Memory in one device"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
-FilterFn = Callable[[Node, Pod, Semantics], list[str]]
+FilterFn = Callable[[Node, Pod, Semantics, Cycle | None], list[str]]
 
 
 @dataclass(frozen=True)
@@ -38,25 +41,12 @@ class Rejection:
 # --- filter plugins that read only a node's labels, taints and spec -------------------------------------------
 
 
-def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
-    """v1 Toleration.ToleratesTaint for any of them: an empty effect or key matches every one; Exists ignores the
-    value, Equal (or no operator) compares it."""
-    for t in tolerations:
-        if t.effect and t.effect != taint.effect:
-            continue
-        if t.key and t.key != taint.key:
-            continue
-        if t.operator == "Exists" or (t.operator in ("", "Equal") and (t.value or "") == taint.value):
-            return True
-    return False
-
-
-def node_unschedulable(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+def node_unschedulable(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> list[str]:
     """NodeUnschedulable: a cordoned node takes only pods that tolerate its unschedulable taint."""
     return [UNSCHEDULABLE] if node.unschedulable and not tolerates(pod.tolerations, UNSCHEDULABLE_TAINT) else []
 
 
-def taint_toleration(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+def taint_toleration(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> list[str]:
     """TaintToleration: the first NoSchedule or NoExecute taint the pod does not tolerate."""
     for taint in node.taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not tolerates(pod.tolerations, taint):
@@ -64,48 +54,14 @@ def taint_toleration(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
     return []
 
 
-def _matches(requirement: Requirement, node: Node) -> bool:
-    if requirement.field:
-        present, value = requirement.key == "metadata.name", node.name
-    else:
-        present, value = requirement.key in node.labels, node.labels.get(requirement.key, "")
-    op = requirement.operator
-    if op == "In":
-        return present and value in requirement.values
-    if op == "NotIn":
-        return not present or value not in requirement.values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present:
-        try:
-            number, bound = int(value), int(requirement.values[0])
-        except (ValueError, IndexError):
-            return False
-        return number > bound if op == "Gt" else number < bound
-    return False
-
-
-def node_affinity(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+def node_affinity(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> list[str]:
     """NodeAffinity: nodeSelector, and required node affinity (terms ORed, requirements ANDed)."""
     if not matches_required(node, pod):
         return [semantics.scheduler.affinity_reason]
     return []
 
 
-def matches_term(term: tuple[Requirement, ...], node: Node) -> bool:
-    return all(_matches(r, node) for r in term)
-
-
-def matches_required(node: Node, pod: Pod) -> bool:
-    """nodeSelector and required node affinity (component-helpers RequiredNodeAffinity.Match)."""
-    if any(node.labels.get(k) != v for k, v in pod.node_selector):
-        return False
-    return not pod.affinity or any(matches_term(term, node) for term in pod.affinity)
-
-
-def gpu_node_mode(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+def gpu_node_mode(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> list[str]:
     """ACK's node modes: shared pods only on share/cgpu/core_mem nodes, compute pods only on core_mem ones."""
     if semantics.name != "ack" or not pod.wants_gpu or node.gpu_mem <= 0:
         return []
@@ -135,7 +91,7 @@ def _lacks(node: Node, pod: Pod) -> list[str]:
     return reasons
 
 
-def node_resources_fit(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+def node_resources_fit(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> list[str]:
     """NodeResourcesFit: every resource the node lacks, as kube-scheduler lists them. Requests are node-level
     (the largest init container counts when larger than the containers' sum), GPU memory included: kube-scheduler
     checks it before the extender looks at single GPUs (`ignoredByScheduler: false`)."""
@@ -179,7 +135,7 @@ def _usable(gpu: Gpu, pod: Pod, node: Node, semantics: Semantics) -> bool:
     return semantics.name == "upstream" or not pod.core or gpu.core_free >= pod.core
 
 
-def gpu_share(node: Node, pod: Pod, semantics: Semantics) -> list[str]:
+def gpu_share(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> list[str]:
     """The extender's filter (upstream), or ACK's device-level rules: is there room on the GPUs themselves?"""
     if not pod.wants_gpu:
         return []
@@ -210,8 +166,19 @@ def gpu_capacity(node: Node, m: int, kind: str, semantics: Semantics) -> int:
     return max(frees) if m == 1 else sorted(frees, reverse=True)[m - 1]
 
 
-#: kube-scheduler's filter order (NodeUnschedulable, TaintToleration, NodeAffinity come before NodeResourcesFit;
-#: ACK's node-mode check is label-only, the extender's filter runs after every plugin).
+def pod_topology_spread(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> list[str]:
+    """PodTopologySpread: the pod's hard (DoNotSchedule) constraints keep their skew on this node."""
+    return interpod.spread_rejection(node, pod, cycle) if cycle is not None else []
+
+
+def inter_pod_affinity(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> list[str]:
+    """InterPodAffinity: the pod's required pod affinity and anti-affinity, and bound pods' anti-affinity."""
+    return interpod.affinity_rejection(node, pod, cycle, semantics.scheduler) if cycle is not None else []
+
+
+#: kube-scheduler's filter order (NodeUnschedulable, TaintToleration, NodeAffinity come before NodeResourcesFit,
+#: PodTopologySpread and InterPodAffinity after it; ACK's node-mode check is label-only, the extender's filter runs
+#: after every plugin).
 STATIC_FILTERS: tuple[tuple[str, FilterFn], ...] = (
     ("NodeUnschedulable", node_unschedulable),
     ("TaintToleration", taint_toleration),
@@ -220,13 +187,17 @@ STATIC_FILTERS: tuple[tuple[str, FilterFn], ...] = (
 )
 DYNAMIC_FILTERS: tuple[tuple[str, FilterFn], ...] = (
     ("NodeResourcesFit", node_resources_fit),
+    ("PodTopologySpread", pod_topology_spread),
+    ("InterPodAffinity", inter_pod_affinity),
     ("GPUShare", gpu_share),
 )
 
 
-def _first(filters: tuple[tuple[str, FilterFn], ...], node: Node, pod: Pod, semantics: Semantics) -> Rejection | None:
+def _first(
+    filters: tuple[tuple[str, FilterFn], ...], node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None
+) -> Rejection | None:
     for name, plugin in filters:
-        reasons = plugin(node, pod, semantics)
+        reasons = plugin(node, pod, semantics, cycle)
         if reasons:
             return Rejection(name, tuple(reasons))
     return None
@@ -237,14 +208,15 @@ def static_rejection(node: Node, pod: Pod, semantics: Semantics) -> Rejection | 
     return _first(STATIC_FILTERS, node, pod, semantics)
 
 
-def dynamic_rejection(node: Node, pod: Pod, semantics: Semantics) -> Rejection | None:
-    """The filters that depend on what is already in use."""
-    return _first(DYNAMIC_FILTERS, node, pod, semantics)
+def dynamic_rejection(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> Rejection | None:
+    """The filters that depend on what is already in use; `cycle` holds the pod's counts of other pods (None: no
+    rule between pods applies to it)."""
+    return _first(DYNAMIC_FILTERS, node, pod, semantics, cycle)
 
 
-def rejection(node: Node, pod: Pod, semantics: Semantics) -> Rejection | None:
+def rejection(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = None) -> Rejection | None:
     """Why `pod` does not fit `node` now (None: it fits): the first failing filter plugin."""
-    return static_rejection(node, pod, semantics) or dynamic_rejection(node, pod, semantics)
+    return static_rejection(node, pod, semantics) or dynamic_rejection(node, pod, semantics, cycle)
 
 
 # --- score, reserve, bind ---------------------------------------------------------------------------------------
@@ -278,7 +250,7 @@ def charge(node: Node, pod: Pod, gpus: list[Gpu]) -> None:
     node.memory_used += pod.memory
     node.cpu_nz_used += pod.nz_cpu
     node.memory_nz_used += pod.nz_memory
-    node.bound.append((pod.namespace, dict(pod.labels)))
+    node.bound.append(pod)
     node.pods_used += 1
     node.gpu_mem_used += pod.node_gpu_mem
     for name, amount in pod.other:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpushare.placement import plugins, scoring
+from gpushare.placement import interpod, plugins, scoring
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 
@@ -23,11 +23,12 @@ def place(
     for pod in pods:
         fixed = (node_order or {}).get(pod.key)
         candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
+        cycle = interpod.prefilter(pod, nodes, semantics.scheduler)
         fitting = []
         why: Counter[str] = Counter()
         by_node = []
         for node in candidates:
-            rejected = plugins.rejection(node, pod, semantics)
+            rejected = plugins.rejection(node, pod, semantics, cycle)
             if rejected:
                 why.update(rejected.reasons)
                 by_node.append((node.name, rejected))
@@ -43,8 +44,6 @@ def place(
         gpus = plugins.choose_gpus(best, pod, semantics)
         plugins.charge(best, pod, gpus)
         result.placements.append(
-            Assignment(
-                pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
-            )
+            Assignment(pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied)
         )
     return result

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.kubescheduler import MAX_NODE_SCORE, ScoringProfile, go_log, go_round
 from gpushare.kube.selectors import LabelSelector
-from gpushare.placement import plugins
-from gpushare.placement.model import Node, Pod, Semantics, SpreadConstraint
+from gpushare.placement import interpod, matching, plugins
+from gpushare.placement.model import Node, Pod, Semantics
 
 #: A plugin's scores over the feasible nodes, normalised; None when the plugin skips the pod.
 Scorer = Callable[[Pod, Sequence[Node], Sequence[Node], ScoringProfile], list[int] | None]
@@ -62,7 +62,10 @@ def balanced_score(node: Node, pod: Pod, profile: ScoringProfile) -> int:
         return int((1 - abs(cpu - memory)) * MAX_NODE_SCORE)
     fractions = [
         min((used + asked) / allocatable, 1.0)
-        for allocatable, used, asked in ((node.cpu, node.cpu_used, pod.cpu), (node.memory, node.memory_used, pod.memory))
+        for allocatable, used, asked in (
+            (node.cpu, node.cpu_used, pod.cpu),
+            (node.memory, node.memory_used, pod.memory),
+        )
         if allocatable
     ]
     deviation = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0
@@ -84,7 +87,7 @@ def intolerable_prefer_no_schedule(node: Node, pod: Pod) -> int:
     """TaintToleration's raw score: PreferNoSchedule taints none of the pod's tolerations (of that effect or of
     every effect) tolerates."""
     tolerations = tuple(t for t in pod.tolerations if not t.effect or t.effect == "PreferNoSchedule")
-    return sum(1 for t in node.taints if t.effect == "PreferNoSchedule" and not plugins.tolerates(tolerations, t))
+    return sum(1 for t in node.taints if t.effect == "PreferNoSchedule" and not matching.tolerates(tolerations, t))
 
 
 def _taint_toleration(pod: Pod, feasible: Sequence[Node], _: Sequence[Node], __: ScoringProfile) -> list[int]:
@@ -93,7 +96,7 @@ def _taint_toleration(pod: Pod, feasible: Sequence[Node], _: Sequence[Node], __:
 
 def preferred_affinity(node: Node, pod: Pod) -> int:
     """NodeAffinity's raw score: the weights of the preferred terms the node matches."""
-    return sum(weight for weight, term in pod.preferred if plugins.matches_term(term, node))
+    return sum(weight for weight, term in pod.preferred if matching.matches_term(term, node))
 
 
 def _node_affinity(pod: Pod, feasible: Sequence[Node], _: Sequence[Node], __: ScoringProfile) -> list[int]:
@@ -131,24 +134,7 @@ def matching_pods(node: Node, selector: LabelSelector, namespace: str) -> int:
     """countPodsMatchSelector: pods bound to the node, in the namespace, that the selector matches."""
     if selector.empty:
         return 0
-    return sum(1 for ns, labels in node.bound if ns == namespace and selector.matches(labels))
-
-
-def _counted(node: Node, pod: Pod, constraint: SpreadConstraint, profile: ScoringProfile) -> bool:
-    """Whether a node's pods count towards a domain (the node inclusion policies from 1.26; before, the pod's node
-    selector and required affinity)."""
-    if constraint.honor_affinity or profile.minor < 26:
-        if not plugins.matches_required(node, pod):
-            return False
-    if constraint.honor_taints and profile.minor >= 26:
-        untolerated = (
-            t
-            for t in node.taints
-            if t.effect in ("NoSchedule", "NoExecute") and not plugins.tolerates(pod.tolerations, t)
-        )
-        if next(untolerated, None) is not None:
-            return False
-    return True
+    return sum(1 for p in node.bound if p.namespace == namespace and selector.matches(p.label_map))
 
 
 def _pod_topology_spread(
@@ -179,7 +165,7 @@ def _pod_topology_spread(
             continue
         for c in constraints:
             pair = (c.topology_key, node.labels.get(c.topology_key, ""))
-            if pair in pair_counts and _counted(node, pod, c, profile):
+            if pair in pair_counts and interpod.included(node, pod, c, profile):
                 pair_counts[pair] += matching_pods(node, c.selector, pod.namespace)
     raw = []
     for node in feasible:
@@ -224,6 +210,7 @@ SCORERS: dict[str, Scorer] = {
     ks.LEAST_ALLOCATED: _least_allocated,
     ks.BALANCED_ALLOCATION: _balanced,
     ks.IMAGE_LOCALITY: _image_locality,
+    ks.INTER_POD_AFFINITY: interpod.affinity_scores,
     ks.NODE_AFFINITY: _node_affinity,
     ks.PREFER_AVOID_PODS: _prefer_avoid,
     ks.POD_TOPOLOGY_SPREAD: _pod_topology_spread,
@@ -260,8 +247,9 @@ def choose(pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node], profil
     return select(feasible, prioritize(pod, feasible, all_nodes, profile))
 
 
-
-def choose_node(pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node], semantics: Semantics) -> tuple[Node, int]:
+def choose_node(
+    pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node], semantics: Semantics
+) -> tuple[Node, int]:
     """The node a fitting pod goes to, and how many nodes tied for it. upstream: kube-scheduler's scoring; ack: the
     binpack/spread order by GPU memory allocated (ACK's own node scoring is not public; ties go by name, none is
     reported)."""

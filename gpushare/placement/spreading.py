@@ -139,7 +139,14 @@ def own_constraints(
         if profile.minor >= 26:
             honor_affinity = raw.get("nodeAffinityPolicy", "Honor") != "Ignore"
             honor_taints = raw.get("nodeTaintsPolicy", "Ignore") == "Honor"
-        result.append(SpreadConstraint(str(raw.get("topologyKey", "")), max_skew, selector, honor_affinity, honor_taints))
+        min_domains = raw.get("minDomains", 1)
+        if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1:
+            raise SelectorError(f"{where}.minDomains: expected a whole number >= 1")
+        result.append(
+            SpreadConstraint(
+                str(raw.get("topologyKey", "")), max_skew, selector, honor_affinity, honor_taints, min_domains
+            )
+        )
     return tuple(result)
 
 

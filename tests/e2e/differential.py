@@ -9,8 +9,9 @@ What varies, so the comparison covers the scheduler's whole default scoring: nod
 cpu and memory, some loaded by a cpu-heavy pod, some tainted PreferNoSchedule, some in zones, some holding the
 pods' images, some asking to avoid a ReplicaSet's pods; running pods, some finished, some of a Deployment's
 ReplicaSet; unhealthy GPUs; pods with sidecars, init containers, cpu and memory requests or none, tolerations,
-preferred node affinity, several images; pods of Deployments (a ReplicaSet owns them, as the Deployment
-controller would make them: there is no controller-manager here).
+preferred node affinity, several images, pod affinity and anti-affinity (required and preferred, of new and of
+running pods), topology spread constraints (hard and soft); pods of Deployments (a ReplicaSet owns them, as the
+Deployment controller would make them: there is no controller-manager here).
 """
 
 from __future__ import annotations
@@ -146,10 +147,43 @@ def _gpu_pod(rng: random.Random, name: str, max_units: int) -> dict[str, Any]:
         term = {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
         spec["affinity"] = {
             "nodeAffinity": {
-                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": rng.choice([1, 50, 100]), "preference": term}]
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": rng.choice([1, 50, 100]), "preference": term}
+                ]
             }
         }
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def _rules(rng: random.Random, pod: dict[str, Any], apps: list[str], zones: bool) -> None:
+    """Rules between pods, now and then: pod (anti-)affinity to a Deployment's pods, required or preferred, by host or
+    zone, and topology spread constraints, hard or soft (kube-scheduler's InterPodAffinity and PodTopologySpread)."""
+    if not apps:
+        return
+    spec = pod["spec"]
+    key = ZONE if zones and rng.random() < 0.5 else "kubernetes.io/hostname"
+    selector = {"matchLabels": {"app": rng.choice(apps)}}
+    roll = rng.random()
+    if roll < 0.1:
+        kind = rng.choice(["podAffinity", "podAntiAffinity"])
+        term = {"labelSelector": selector, "topologyKey": key}
+        spec.setdefault("affinity", {})[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    elif roll < 0.2:
+        kind = rng.choice(["podAffinity", "podAntiAffinity"])
+        term = {"labelSelector": selector, "topologyKey": key}
+        if rng.random() < 0.3:
+            term["namespaceSelector"] = {}  # every namespace (1.22 on; older releases drop the field)
+        weighted = [{"weight": rng.choice([10, 100]), "podAffinityTerm": term}]
+        spec.setdefault("affinity", {})[kind] = {"preferredDuringSchedulingIgnoredDuringExecution": weighted}
+    elif roll < 0.3:
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": rng.choice([1, 2]),
+                "topologyKey": key,
+                "whenUnsatisfiable": rng.choice(["DoNotSchedule", "ScheduleAnyway"]),
+                "labelSelector": selector,
+            }
+        ]
 
 
 def scenario(seed: int) -> Scenario:
@@ -160,6 +194,7 @@ def scenario(seed: int) -> Scenario:
     sizes = {image: rng.choice([300, 800, 2500]) * 1024 * 1024 for image in IMAGES}  # an image's size, on any node
     result.nodes = [_node(rng, i, zones, sizes) for i in range(rng.randint(2, 5))]
     result.replica_sets = [_replica_set(rng, j) for j in range(rng.randint(0, 2))]
+    apps = [rs["metadata"]["labels"]["app"] for rs in result.replica_sets]
     for node in result.nodes:  # NodePreferAvoidPods (v1beta1 profiles): keep a ReplicaSet's pods away
         if result.replica_sets and rng.random() < 0.2:
             meta = rng.choice(result.replica_sets)["metadata"]
@@ -188,6 +223,9 @@ def scenario(seed: int) -> Scenario:
             pod["spec"]["nodeName"] = name
             if result.replica_sets and rng.random() < 0.5:
                 _owned(pod, rng.choice(result.replica_sets))
+            if rng.random() < 0.3:  # a running pod's own rules count for the new ones (anti-affinity, preferences)
+                _rules(rng, pod, apps, zones)
+                pod["spec"].pop("topologySpreadConstraints", None)
             pod["metadata"]["annotations"] = {
                 "ALIYUN_COM_GPU_MEM_IDX": str(rng.randrange(gpus)),
                 "ALIYUN_COM_GPU_MEM_POD": str(units),
@@ -211,6 +249,7 @@ def scenario(seed: int) -> Scenario:
         pod = _gpu_pod(rng, f"new-{k}", min(16, largest))
         if result.replica_sets and rng.random() < 0.5:
             _owned(pod, rng.choice(result.replica_sets))
+        _rules(rng, pod, apps, zones)
         result.pods.append(pod)
     return result
 

@@ -58,7 +58,10 @@ def heartbeat(core: Any, node: dict[str, Any]) -> None:
     nodes holding an image when a node is added or updated (ImageLocality spreads an image's score by that count),
     so nodes created one by one first see partial counts; a running cluster's periodic updates settle them, and so
     does this one."""
-    conditions = [dict(c, lastHeartbeatTime=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())) for c in node["status"]["conditions"]]
+    conditions = [
+        dict(c, lastHeartbeatTime=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        for c in node["status"]["conditions"]
+    ]
     core.patch_node_status(node["metadata"]["name"], {"status": {"conditions": conditions}})
 
 
@@ -103,7 +106,9 @@ def run_real(core: Any, apps: Any, case: Scenario, log: Path) -> dict[str, Outco
     return real
 
 
-def dry_run(case: Scenario, pods: list[dict[str, Any]], semantics: Semantics, order: dict[str, str] | None = None) -> Any:
+def dry_run(
+    case: Scenario, pods: list[dict[str, Any]], semantics: Semantics, order: dict[str, str] | None = None
+) -> Any:
     return place(
         [*case.nodes, *case.config_maps],
         pods,
@@ -124,7 +129,9 @@ def judge(case: Scenario, real: dict[str, Outcome], semantics: Semantics) -> tup
         got = real[name]
         if (got is None) != (mine is None):
             pending = next((p.message for p in result.pending if p.name == name), "")
-            failures.append(f"seed {case.seed} {name}: real {got}, gpushare {mine and (mine.node, mine.gpus)} {pending}")
+            failures.append(
+                f"seed {case.seed} {name}: real {got}, gpushare {mine and (mine.node, mine.gpus)} {pending}"
+            )
         elif got is not None and mine is not None:
             ties += mine.tied_with > 1
             if mine.tied_with == 1 and got[0] != mine.node:
@@ -136,7 +143,9 @@ def judge(case: Scenario, real: dict[str, Outcome], semantics: Semantics) -> tup
         placed = {a.name: (a.node, a.gpus[0][0]) for a in whole.placements}
         for name in names:
             if placed.get(name) != real[name]:
-                failures.append(f"seed {case.seed} {name}: one run without replay: real {real[name]}, gpushare {placed.get(name)}")
+                failures.append(
+                    f"seed {case.seed} {name}: one run without replay: real {real[name]}, gpushare {placed.get(name)}"
+                )
     return failures, ties
 
 
@@ -186,7 +195,13 @@ def test_place_agrees_with_the_real_scheduler(cluster: ControlPlane, scheduler: 
 def _identical_nodes(count: int, cpu: str = "8") -> Scenario:
     case = Scenario(seed=-1)
     for i in range(count):
-        capacity = {"cpu": cpu, "memory": "32Gi", "pods": "110", "aliyun.com/gpu-mem": "32", "aliyun.com/gpu-count": "2"}
+        capacity = {
+            "cpu": cpu,
+            "memory": "32Gi",
+            "pods": "110",
+            "aliyun.com/gpu-mem": "32",
+            "aliyun.com/gpu-count": "2",
+        }
         case.nodes.append(
             {
                 "apiVersion": "v1",
@@ -212,7 +227,11 @@ def _pods(count: int) -> list[dict[str, Any]]:
             "spec": {
                 "schedulerName": "gpushare-scheduler",
                 "containers": [
-                    {"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"limits": {"aliyun.com/gpu-mem": "2"}}}
+                    {
+                        "name": "c",
+                        "image": "registry.k8s.io/pause:3.9",
+                        "resources": {"limits": {"aliyun.com/gpu-mem": "2"}},
+                    }
                 ],
             },
         }
@@ -234,7 +253,12 @@ def test_repeated_runs_fixed_outcomes_and_ties(cluster: ControlPlane, scheduler:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "heavy", "namespace": "default"},
-            "spec": {"nodeName": "n0", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"cpu": "6"}}}]},
+            "spec": {
+                "nodeName": "n0",
+                "containers": [
+                    {"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"cpu": "6"}}}
+                ],
+            },
             "status": {"phase": "Running"},
         }
     ]
