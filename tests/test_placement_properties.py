@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
-from placement_strategies import scenario
+from placement_strategies import alike_scenario, scenario
 
+from gpushare.domain.kubescheduler import scoring_profile
 from gpushare.placement import PlacementResult, Semantics, place
 
 # examples per run: the hypothesis profile (tests/conftest.py: dev 100, CI 2,000)
@@ -69,7 +70,8 @@ def check_invariants(result: PlacementResult, before: PlacementResult, semantics
 @SETTINGS
 @given(scenario())
 def test_fast_engine_equals_reference(case: dict[str, Any]) -> None:
-    semantics = Semantics(case["semantics"], case["placement"], case["unit"], case["cgpu_cap"])
+    profile = scoring_profile(case["minor"], case["api"])
+    semantics = Semantics(case["semantics"], case["placement"], case["unit"], case["cgpu_cap"], profile)
     runs = {
         engine: place(
             case["nodes"],
@@ -87,3 +89,12 @@ def test_fast_engine_equals_reference(case: dict[str, Any]) -> None:
     before = place(case["nodes"], [], existing=case["existing"], semantics=semantics, input_unit=case["input_unit"])
     assert snapshot(fast) == snapshot(ref)
     check_invariants(fast, before, semantics)
+
+
+@SETTINGS
+@given(alike_scenario())
+def test_fast_engine_equals_reference_on_alike_nodes(case: dict[str, Any]) -> None:
+    """Identical nodes tie often: both engines report the same ties and break them the same way."""
+    semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(case["minor"], case["api"]))
+    fast, ref = (place(case["nodes"], case["pods"], semantics=semantics, engine=e) for e in ("fast", "reference"))
+    assert snapshot(fast) == snapshot(ref)

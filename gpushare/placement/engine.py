@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from gpushare.placement import interpod, plugins, scoring
 from gpushare.placement.interpod import Cycle
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.result import Assignment, Pending, PlacementResult
+from gpushare.placement.scoreindex import ScoreIndex
 
 Key = tuple[float, str, int]
 
@@ -115,8 +116,12 @@ class NodeClass:
 
 
 class FastEngine:
-    def __init__(self, nodes: list[Node], semantics: Semantics, explain: bool = False) -> None:
+    def __init__(
+        self, nodes: list[Node], semantics: Semantics, explain: bool = False, pods: Sequence[Pod] = ()
+    ) -> None:
         self.nodes = nodes
+        #: upstream: kube-scheduler's scores, found per group of alike nodes
+        self.scored = ScoreIndex(nodes, semantics, pods) if semantics.name == "upstream" else None
         self.semantics = semantics
         self.explain = explain
         self.limit = max((g.total for n in nodes for g in n.gpus), default=0)
@@ -247,6 +252,8 @@ class FastEngine:
         plugins.charge(node, pod, gpus)
         if pod.pod_affinity is not None and pod.pod_affinity.required_anti:
             self.anti_affinity_bound += 1
+        if self.scored is not None:
+            self.scored.bound(node, pod)
         self.version += 1
         self.dirty.add(node.id)
         if best:
@@ -276,7 +283,7 @@ def place(
     node_order: dict[str, str] | None = None,
     explain: bool = False,
 ) -> PlacementResult:
-    engine = FastEngine(nodes, semantics, explain)
+    engine = FastEngine(nodes, semantics, explain, pods)
     result = PlacementResult(semantics, nodes=nodes)
     for pod in pods:
         if node_order and pod.key in node_order:
@@ -284,7 +291,15 @@ def place(
             continue
         cls = engine.node_class(pod)
         cycle = engine.cycle(pod)
-        if semantics.name == "upstream" or cycle is not None:  # TEMPORARY: scan
+        if engine.scored is not None and cycle is None and engine.scored.serves(pod):
+            found = engine.scored.choose(pod, cls.members)
+            if found is None:
+                result.pending.append(engine.pending(pod, cls))
+            else:
+                assignment = engine.bind(found[0], pod, best=False)
+                result.placements.append(replace(assignment, tied_with=found[1]))
+            continue
+        if semantics.name == "upstream" or cycle is not None:  # scored node by node
             fitting = [n for n in cls.members if engine.fits(n, pod, cycle)]
             if not fitting:
                 result.pending.append(engine.pending(pod, cls, cycle))

@@ -155,6 +155,13 @@ def gpu_share(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = 
     return [f"GPU pod limit reached ({semantics.cgpu_max_pods_per_gpu} pods per GPU on cgpu nodes)"]
 
 
+def gpu_room(node: Node) -> int:
+    """The largest GPU memory request one device of the node takes now, as the open-source extender and kube-scheduler
+    see it: the most free on a healthy device, at most what the node has left at node level (never below 0)."""
+    most = max((g.free for g in node.gpus), default=0)
+    return max(0, min(most, node.gpu_mem - node.gpu_mem_used))
+
+
 def gpu_capacity(node: Node, m: int, kind: str, semantics: Semantics) -> int:
     """What each of m GPUs can give a pod of this kind: the m-th largest free amount among the GPUs that could
     take it at all (`gpu_share`'s own tests). An upper bound on fit, so a node below a request never fits it."""

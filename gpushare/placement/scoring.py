@@ -3,8 +3,8 @@
 Each plugin of the modelled profile scores every feasible node, normalises over them, and is weighted; the
 highest total wins (schedule_one.go prioritizeNodes, selectHost). The arithmetic is the scheduler's own, integer
 division and float truncation included, per minor (`ScoringProfile`), so small differences vanish into ties as
-they do in the real scheduler. kube-scheduler breaks ties at random; the dry run takes the first tied node by
-name and reports how many were tied, so a user sees where the real choice may differ.
+they do in the real scheduler. kube-scheduler breaks ties at random; the dry run takes the first tied node by GPU
+room and name (`tie_break`) and reports how many were tied, so a user sees where the real choice may differ.
 
 Plugins read only the model: a node's allocatable and requested resources, labels, taints, images and bound
 pods; a pod's requests, tolerations, affinities, images and spreading constraints.
@@ -18,7 +18,7 @@ from gpushare.domain import kubescheduler as ks
 from gpushare.domain.kubescheduler import MAX_NODE_SCORE, ScoringProfile, go_log, go_round
 from gpushare.kube.selectors import LabelSelector
 from gpushare.placement import interpod, matching, plugins
-from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement.model import Node, Pod, Semantics, SpreadConstraint
 
 #: A plugin's scores over the feasible nodes, normalised; None when the plugin skips the pod.
 Scorer = Callable[[Pod, Sequence[Node], Sequence[Node], ScoringProfile], list[int] | None]
@@ -158,8 +158,7 @@ def _pod_topology_spread(
             if key != ks.HOSTNAME_LABEL and (key, node.labels.get(key, "")) not in pair_counts:
                 pair_counts[(key, node.labels.get(key, ""))] = 0
                 domains[i] += 1
-    hosts = len(feasible) - len(ignored)
-    weights = [go_log(float((hosts if key == ks.HOSTNAME_LABEL else domains[i]) + 2)) for i, key in enumerate(keys)]
+    weights = spread_weights(keys, len(feasible) - len(ignored), domains)
     for node in all_nodes:
         if pod.spread_own and not all(k in node.labels for k in keys):
             continue
@@ -172,18 +171,36 @@ def _pod_topology_spread(
         if node.id in ignored:
             raw.append(0)
             continue
-        score = 0.0
-        for c, weight in zip(constraints, weights, strict=True):
-            value = node.labels.get(c.topology_key)
-            if value is None:
-                continue
-            if c.topology_key == ks.HOSTNAME_LABEL:
-                count = matching_pods(node, c.selector, pod.namespace)
-            else:
-                count = pair_counts[(c.topology_key, value)]
-            score += count * weight + (c.max_skew - 1)
-        raw.append(go_round(score) if profile.spread_rounds else int(score))
+        counts = [
+            matching_pods(node, c.selector, pod.namespace)
+            if c.topology_key == ks.HOSTNAME_LABEL
+            else pair_counts.get((c.topology_key, node.labels.get(c.topology_key, "")), 0)
+            for c in constraints
+        ]
+        raw.append(spread_raw(constraints, [node.labels.get(k) for k in keys], counts, weights, profile))
     return normalize_spread(raw, [n.id in ignored for n in feasible])
+
+
+def spread_weights(keys: Sequence[str], hosts: int, domains: Sequence[int]) -> list[float]:
+    """topologyNormalizingWeight per constraint: log(size + 2), the size being the feasible hosts for the hostname
+    key and the number of domains among the feasible nodes for any other."""
+    return [go_log(float((hosts if key == ks.HOSTNAME_LABEL else domains[i]) + 2)) for i, key in enumerate(keys)]
+
+
+def spread_raw(
+    constraints: Sequence[SpreadConstraint],
+    values: Sequence[str | None],
+    counts: Sequence[int],
+    weights: Sequence[float],
+    profile: ScoringProfile,
+) -> int:
+    """A node's raw PodTopologySpread score: for each constraint whose key the node has (`values`), the matching
+    pods in its domain times the constraint's weight, plus maxSkew - 1; truncated, or rounded from 1.24."""
+    score = 0.0
+    for c, value, count, weight in zip(constraints, values, counts, weights, strict=True):
+        if value is not None:
+            score += count * weight + (c.max_skew - 1)
+    return go_round(score) if profile.spread_rounds else int(score)
 
 
 def normalize_spread(raw: list[int], ignored: list[bool]) -> list[int]:
@@ -232,11 +249,16 @@ def prioritize(pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node], pr
 
 
 def select(feasible: Sequence[Node], totals: Sequence[int]) -> tuple[Node, int]:
-    """selectHost: a node with the highest total; ties go to the first by name (kube-scheduler: at random).
-    Returns the node and how many shared its score."""
+    """selectHost: a node with the highest total, and how many nodes shared it. kube-scheduler picks among tied
+    nodes at random; the dry run takes the one with the most GPU memory free on one device, then the first by name
+    (`tie_break`), so the choice is repeatable and the fast engine finds it by bisection."""
     best = max(totals)
     tied = [n for n, t in zip(feasible, totals, strict=True) if t == best]
-    return min(tied, key=lambda n: n.name), len(tied)
+    return min(tied, key=tie_break), len(tied)
+
+
+def tie_break(node: Node) -> tuple[int, str]:
+    return -plugins.gpu_room(node), node.name
 
 
 def choose(pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node], profile: ScoringProfile) -> tuple[Node, int]:
