@@ -12,94 +12,16 @@
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
-from sortedcontainers import SortedList
-
 from gpushare.placement import interpod, plugins, scoring
+from gpushare.placement.capacity import CapacityIndex, Key
 from gpushare.placement.interpod import Cycle
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 from gpushare.placement.scoreindex import ScoreIndex
-
-Key = tuple[float, str, int]
-
-
-class CapacityIndex:
-    """Nodes by capacity value (0..limit), each capacity's nodes sorted by key; yields keys best-first for cap >= r.
-
-    One index serves one kind of pod (node class, GPU count, cpu, memory and other requests). Nothing is freed during
-    a run, so a node that once lacked cpu, memory or pod slots for it never fits it again: it is dropped.
-    """
-
-    def __init__(self, limit: int, m: int, kind: str) -> None:
-        self.size = 1 << max(1, (limit + 1).bit_length())
-        self.leaves: dict[int, SortedList] = {}
-        self.best: list[Key | None] = [None] * (2 * self.size)
-        self.m = m
-        self.kind = kind
-
-    def _refresh(self, cap: int) -> None:
-        leaf = self.leaves.get(cap)
-        i = cap + self.size
-        self.best[i] = leaf[0] if leaf else None
-        i >>= 1
-        best = self.best
-        while i:
-            a, b = best[2 * i], best[2 * i + 1]
-            best[i] = a if b is None or (a is not None and a < b) else b
-            i >>= 1
-
-    def add(self, cap: int, key: Key) -> None:
-        leaf = self.leaves.get(cap)
-        if leaf is None:
-            leaf = self.leaves[cap] = SortedList()
-        leaf.add(key)
-        if leaf[0] == key:
-            self._refresh(cap)
-
-    def remove(self, cap: int, key: Key) -> None:
-        leaf = self.leaves[cap]
-        first = leaf[0] == key
-        leaf.remove(key)
-        if first:
-            self._refresh(cap)
-
-    def ordered(self, low: int) -> Iterator[Key]:
-        """Keys of nodes with capacity >= low, best (smallest) first."""
-        size = self.size
-        if low >= size:
-            return
-        heap: list[tuple[Key, int, int]] = []
-        lo, hi = low + size, 2 * size - 1
-        while lo <= hi:  # canonical cover of [low, size-1]
-            if lo & 1:
-                if self.best[lo] is not None:
-                    heap.append((self.best[lo], lo, -1))  # type: ignore[arg-type]
-                lo += 1
-            if not hi & 1:
-                if self.best[hi] is not None:
-                    heap.append((self.best[hi], hi, -1))  # type: ignore[arg-type]
-                hi -= 1
-            lo >>= 1
-            hi >>= 1
-        heapq.heapify(heap)
-        while heap:
-            _key, seg, pos = heapq.heappop(heap)
-            if seg >= size:  # a leaf: its keys in order
-                leaf = self.leaves[seg - size]
-                pos += 1
-                yield leaf[pos]
-                if pos + 1 < len(leaf):
-                    heapq.heappush(heap, (leaf[pos + 1], seg, pos))
-                continue
-            for child in (2 * seg, 2 * seg + 1):
-                if self.best[child] is not None:
-                    heapq.heappush(heap, (self.best[child], child, -1))  # type: ignore[misc]
 
 
 class NodeClass:
@@ -228,6 +150,8 @@ class FastEngine:
         memo = self.pending_memo.get(memo_key) if cycle is None else None
         if memo is not None and memo[0] == self.version:
             reasons, by_node = memo[1].reasons, memo[1].by_node
+        elif not self.explain and cycle is None and self.scored is not None and self.scored.serves(pod):
+            reasons, by_node = tuple(sorted((cls.static + self.scored.reasons(pod, cls.members)).items())), ()
         else:
             why = Counter(cls.static)
             dynamic: dict[int, plugins.Rejection] = {}
@@ -245,20 +169,23 @@ class FastEngine:
             self.pending_memo[memo_key] = (self.version, result)
         return result
 
-    def bind(self, node: Node, pod: Pod, best: bool = True) -> Assignment:
+    def bind(self, node: Node, pod: Pod, best: bool = True, tied: int = 1) -> Assignment:
         """Charge the pod to the node; `best` says the node was the best choice, so the next identical pod may
-        go straight to it."""
+        go straight to it (ack)."""
         gpus = plugins.choose_gpus(node, pod, self.semantics)
         plugins.charge(node, pod, gpus)
         if pod.pod_affinity is not None and pod.pod_affinity.required_anti:
             self.anti_affinity_bound += 1
+        self.version += 1
         if self.scored is not None:
             self.scored.bound(node, pod)
-        self.version += 1
-        self.dirty.add(node.id)
-        if best:
-            self.memo[(pod.static_signature, pod.shape)] = (self.version, node.id)
-        return Assignment(pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core)
+        else:
+            self.dirty.add(node.id)
+            if best:
+                self.memo[(pod.static_signature, pod.shape)] = (self.version, node.id)
+        return Assignment(
+            pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
+        )
 
     def fixed(self, pod: Pod, name: str, result: PlacementResult) -> None:
         """--node-order replay: the pod goes to the named node if it fits there, else stays pending."""
@@ -296,8 +223,7 @@ def place(
             if found is None:
                 result.pending.append(engine.pending(pod, cls))
             else:
-                assignment = engine.bind(found[0], pod, best=False)
-                result.placements.append(replace(assignment, tied_with=found[1]))
+                result.placements.append(engine.bind(found[0], pod, best=False, tied=found[1]))
             continue
         if semantics.name == "upstream" or cycle is not None:  # scored node by node
             fitting = [n for n in cls.members if engine.fits(n, pod, cycle)]
@@ -305,8 +231,7 @@ def place(
                 result.pending.append(engine.pending(pod, cls, cycle))
                 continue
             chosen, tied = scoring.choose_node(pod, fitting, nodes, semantics)
-            assignment = engine.bind(chosen, pod, best=False)
-            result.placements.append(replace(assignment, tied_with=tied))
+            result.placements.append(engine.bind(chosen, pod, best=False, tied=tied))
             continue
         node = engine.best(pod, cls)
         if node is None:

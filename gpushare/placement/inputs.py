@@ -224,7 +224,7 @@ def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], semantics: Semant
     mode = info.labels.get(labels.SCHEDULE_LABEL, "share" if gpu_cap else "")
     label = info.labels.get(labels.PLACEMENT_LABEL)
     placement: Placement = "spread" if label == "spread" else "binpack" if label == "binpack" else semantics.placement
-    return Node(
+    node = Node(
         info.name,
         info.labels,
         taints,
@@ -240,6 +240,8 @@ def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], semantics: Semant
         other={r: n for r, n in info.other.items() if r not in _MODELLED},
         avoid=_avoided(info),
     )
+    plugins.refresh_room(node)
+    return node
 
 
 def _avoided(info: NodeInfo) -> frozenset[tuple[str, str]]:
@@ -337,12 +339,12 @@ def build(
             existing.append(to_pod(view, semantics, ratio, namespaces=namespaces))
     new: list[Pod] = []
     ignored = 0
-    for src in workload_docs:
+    for template, src in enumerate(workload_docs, start=1):
         view = read_workload(src)
         if view is None:
             ignored += src.kind not in _CLUSTER_STATE
             continue
-        new.extend(_pods(view, nodes, semantics, ratio, owners, namespaces))
+        new.extend(_pods(view, nodes, semantics, ratio, owners, namespaces, template))
     return Inventory(nodes, existing, new, ignored)
 
 
@@ -357,11 +359,12 @@ def _pods(
     ratio: tuple[int, int],
     owners: Owners,
     namespaces: dict[str, dict[str, str]],
+    template: int = 0,
 ) -> Iterator[Pod]:
     """The pods a Pod or controller stands for, in order, labelled and owned as their controller would make them."""
     template_labels = {str(k): str(v) for k, v in view.labels.items()}
     if view.kind == "Pod":
-        yield to_pod(view, semantics, ratio, owners, namespaces=namespaces)
+        yield replace(to_pod(view, semantics, ratio, owners, namespaces=namespaces), template=template)
         return
     pod_labels, controller = dict(template_labels), None
     if view.kind == "Deployment":
@@ -384,7 +387,7 @@ def _pods(
             )
     elif view.kind in ("ReplicaSet", "StatefulSet"):
         controller = ("apps/v1", view.kind, view.name, "")
-    pod = to_pod(view, semantics, ratio, owners, pod_labels, controller, namespaces)
+    pod = replace(to_pod(view, semantics, ratio, owners, pod_labels, controller, namespaces), template=template)
     if view.kind == "DaemonSet" and not pod.invalid:
         yield from _daemon_pods(pod, nodes, semantics)
     elif view.replicas is None or pod.invalid:  # a controller that is invalid as a whole
@@ -411,4 +414,4 @@ def _daemon_pods(template: Pod, nodes: list[Node], semantics: Semantics) -> Iter
         if plugins.static_rejection(node, probe, semantics) is None:
             pin = (Requirement("metadata.name", "In", (node.name,), field=True),)
             terms = tuple(term + pin for term in template.affinity) or (pin,)
-            yield replace(probe, name=f"{template.name}-{node.name}", affinity=terms)
+            yield replace(probe, name=f"{template.name}-{node.name}", affinity=terms, template=0)

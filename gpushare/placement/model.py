@@ -94,6 +94,8 @@ class Node:
     avoid: frozenset[tuple[str, str]] = frozenset()
     #: The pods bound here, which topology spreading and pod affinity count.
     bound: list[Pod] = field(default_factory=list)
+    #: GPU memory one device takes now (`plugins.gpu_room`), kept up to date by `plugins.charge`.
+    room: int = 0
 
     @property
     def gpu_total(self) -> int:
@@ -178,6 +180,9 @@ class Pod:
     owner: tuple[str, str] | None = None  # controller (kind, uid), for NodePreferAvoidPods
     pod_affinity: PodAffinity | None = None  # podAffinity and podAntiAffinity
     ns_labels: tuple[tuple[str, str], ...] = ()  # its namespace's labels (namespaceSelector of affinity terms)
+    #: The workload the pod came from (1, 2... in input order; 0: none to share): pods of one template are alike
+    #: but for their names and the labels a StatefulSet gives each, so the fast engine looks their kind up once.
+    template: int = 0
 
     @cached_property
     def label_map(self) -> dict[str, str]:

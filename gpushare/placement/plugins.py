@@ -75,7 +75,7 @@ def gpu_node_mode(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | Non
 # --- filter plugins that read what is in use ------------------------------------------------------------------
 
 
-def _lacks(node: Node, pod: Pod) -> list[str]:
+def lacking(node: Node, pod: Pod) -> list[str]:
     """Pod slots, cpu, memory and other resources the node cannot give: nothing is freed during a run, so this is
     for good."""
     reasons = []
@@ -95,7 +95,7 @@ def node_resources_fit(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle 
     """NodeResourcesFit: every resource the node lacks, as kube-scheduler lists them. Requests are node-level
     (the largest init container counts when larger than the containers' sum), GPU memory included: kube-scheduler
     checks it before the extender looks at single GPUs (`ignoredByScheduler: false`)."""
-    reasons = _lacks(node, pod)
+    reasons = lacking(node, pod)
     if pod.node_gpu_mem and node.gpu_mem_used + pod.node_gpu_mem > node.gpu_mem:
         reasons.append(f"Insufficient {labels.GPU_MEM}")
     if pod.node_core and sum(g.core_used for g in node.gpus) + pod.node_core > sum(g.core_total for g in node.gpus):
@@ -104,9 +104,15 @@ def node_resources_fit(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle 
 
 
 def resources_exhausted(node: Node, pod: Pod) -> bool:
-    """NodeResourcesFit fails on pods, cpu, memory or other resources: permanent within a run (the fast engine
-    drops the node)."""
-    return bool(_lacks(node, pod))
+    """NodeResourcesFit fails on pods, cpu, memory or other resources (`lacking` has none to say): permanent within a
+    run, so the fast engine drops the node. Asked for every node a bind changes, hence written out."""
+    if node.pods_used >= node.pods:
+        return True
+    if pod.cpu and node.cpu_used + pod.cpu > node.cpu:
+        return True
+    if pod.memory and node.memory_used + pod.memory > node.memory:
+        return True
+    return any(amount and node.other_used.get(name, 0) + amount > node.other.get(name, 0) for name, amount in pod.other)
 
 
 def _kind(pod: Pod) -> str:
@@ -157,9 +163,17 @@ def gpu_share(node: Node, pod: Pod, semantics: Semantics, cycle: Cycle | None = 
 
 def gpu_room(node: Node) -> int:
     """The largest GPU memory request one device of the node takes now, as the open-source extender and kube-scheduler
-    see it: the most free on a healthy device, at most what the node has left at node level (never below 0)."""
-    most = max((g.free for g in node.gpus), default=0)
-    return max(0, min(most, node.gpu_mem - node.gpu_mem_used))
+    see it: the most free on a healthy device, at most what the node has left at node level (never below 0).
+    Kept on the node (`Node.room`), refreshed by every charge."""
+    return node.room
+
+
+def refresh_room(node: Node) -> None:
+    most = 0
+    for g in node.gpus:
+        if g.healthy and g.total - g.used > most:
+            most = g.total - g.used
+    node.room = max(0, min(most, node.gpu_mem - node.gpu_mem_used))
 
 
 def gpu_capacity(node: Node, m: int, kind: str, semantics: Semantics) -> int:
@@ -243,8 +257,17 @@ def choose_gpus(node: Node, pod: Pod, semantics: Semantics) -> list[Gpu]:
     ack: the node's placement label (or the default): binpack fills the fullest fitting GPUs first,
     spread the emptiest.
     """
+    if not pod.wants_gpu:  # the extender is not asked about pods without GPU memory: they get no device
+        return []
+    if semantics.name == "upstream":  # best fit: the least free healthy device that holds the request, lowest index
+        best, least = None, 0
+        for g in node.gpus:
+            free = g.total - g.used
+            if g.healthy and free >= pod.per_gpu and (best is None or free < least):
+                best, least = g, free
+        return [best] if best is not None else []
     candidates = [g for g in node.gpus if _usable(g, pod, node, semantics)]
-    if semantics.name == "ack" and node.gpu_placement == "spread":
+    if node.gpu_placement == "spread":
         candidates.sort(key=lambda g: (-g.free, -g.core_free, g.index))
     else:
         candidates.sort(key=lambda g: (g.free, g.core_free, g.index))
@@ -271,3 +294,4 @@ def charge(node: Node, pod: Pod, gpus: list[Gpu]) -> None:
         gpu.used += pod.per_gpu
         gpu.core_used += pod.core
         gpu.pods += 1
+    refresh_room(node)

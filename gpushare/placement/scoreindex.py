@@ -24,45 +24,56 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from gpushare.domain import kubescheduler as ks
+from gpushare.domain.labels import GPU_MEM
 from gpushare.placement import interpod, plugins, scoring
 from gpushare.placement.model import Node, Pod, Semantics
 
 #: (taint raw, node affinity raw, topology values of the non-hostname spread keys, has the hostname label,
 #: ignored by spreading, matching pods per hostname constraint)
 GroupKey = tuple[Any, ...]
-Key = tuple[int, int, str, int]  # (-local score, -GPU room, name, node id)
+Key = tuple[Any, ...]  # (-local score, -GPU room, name, node id)
 
 
 class Group:
-    """Nodes alike for the normalised plugins, by local score then GPU room then name."""
+    """Nodes alike for the normalised plugins, keyed by local score, then GPU room, then name; with `counting`, also
+    their GPU rooms in order, to count the nodes that fit (spreading weighs by it)."""
 
     __slots__ = ("caps", "keys")
 
-    def __init__(self) -> None:
+    def __init__(self, counting: bool) -> None:
         self.keys: SortedList = SortedList()
-        self.caps: SortedList = SortedList()
+        self.caps: SortedList | None = SortedList() if counting else None
 
     def add(self, key: Key) -> None:
         self.keys.add(key)
-        self.caps.add(-key[1])
+        if self.caps is not None:
+            self.caps.add(-key[1])
 
     def remove(self, key: Key) -> None:
         self.keys.remove(key)
-        self.caps.remove(-key[1])
+        if self.caps is not None:
+            self.caps.remove(-key[1])
+
+    def top(self) -> Key:
+        """The best key of any node in the group, fitting or not (a bound on what the group can score)."""
+        return self.keys[0]  # type: ignore[no-any-return]
 
     def fitting(self, r: int) -> int:
-        """How many of the group's nodes have room for r."""
+        """How many of the group's nodes have room for r (a counting group's)."""
+        assert self.caps is not None
         return len(self.caps) - int(self.caps.bisect_left(r))
 
     def best(self, r: int) -> tuple[Key, int] | None:
-        """The first node with room for r, and how many share its local score and have room for r."""
+        """The first node with room for r, and how many share its local score and have room for r. Within a local
+        score the roomiest node comes first: when it has no room, none of that score has, and the next score is
+        tried."""
         keys = self.keys
         i, n = 0, len(keys)
         while i < n:
             key = keys[i]
-            if -key[1] >= r:  # the roomiest node of this local score fits: the score's nodes that fit follow it
-                return key, keys.bisect_left((key[0], -r + 1)) - i
-            i = keys.bisect_left((key[0] + 1,))  # none of this local score fits: the next score
+            if -key[1] >= r:
+                return key, int(keys.bisect_left((key[0], -r + 1))) - i
+            i = keys.bisect_left((key[0] + 1,))
         return None
 
 
@@ -75,12 +86,21 @@ class View:
         self.pod = pod
         self.profile = index.semantics.scheduler
         self.spread = pod.spread
+        self.keys = [c.topology_key for c in pod.spread]
         self.host = [i for i, c in enumerate(pod.spread) if c.topology_key == ks.HOSTNAME_LABEL]
         self.zone = [i for i, c in enumerate(pod.spread) if c.topology_key != ks.HOSTNAME_LABEL]
         self.static: dict[int, tuple[Any, ...]] = {}
-        self.entries: dict[int, tuple[GroupKey, Key]] = {}
+        self.entries: dict[int, tuple[GroupKey, Key, int]] = {}  # (group, key, GPU memory left at node level)
+        #: members that lack resources for good: why (NodeResourcesFit's words), for pending pods' messages
+        self.lacking: Counter[str] = Counter()
+        self.lack_of: dict[int, tuple[tuple[str, ...], int]] = {}  # (reasons, GPU memory left at node level)
+        #: GPU memory left at node level of the members and of the dropped, ordered; kept once a pod of this kind
+        #: was pending (None before), to count which nodes lack GPU memory at node level
+        self.node_free: SortedList | None = None
+        self.lack_free: SortedList | None = None
         self.groups: dict[GroupKey, Group] = {}
         self.seen = len(index.log)
+        self.infeasible: dict[int, int] = {}  # request -> `seen` when no member had room for it
         self.born = index.sequence
         #: spreading views only (`counting`): matching pods per constraint on each node, and per domain
         self.counting = False
@@ -101,52 +121,90 @@ class View:
     # --- a node's standing ---------------------------------------------------------------------------------------
 
     def _static(self, node: Node) -> tuple[Any, ...]:
-        """What the pod's kind reads of the node that never changes: raw taint and affinity scores, the local scores
-        of images and avoidance, the spreading topology values."""
+        """What the pod's kind reads of the node that never changes: its group before any spreading count (raw taint
+        and affinity scores, the spreading topology values...), and the local scores of images and avoidance."""
         found = self.static.get(node.id)
         if found is None:
             pod = self.pod
             keys = [c.topology_key for c in self.spread]
-            found = self.static[node.id] = (
+            group = (
                 scoring.intolerable_prefer_no_schedule(node, pod),
                 scoring.preferred_affinity(node, pod),
                 tuple(node.labels.get(keys[i]) for i in self.zone),
                 ks.HOSTNAME_LABEL in node.labels,
                 pod.spread_own and not all(k in node.labels for k in keys),
-                self.w_image * scoring.image_score(node, pod) + self.w_avoid * scoring.avoid_score(node, pod),
+                (0,) * len(self.host),
             )
+            local = self.w_image * scoring.image_score(node, pod) + self.w_avoid * scoring.avoid_score(node, pod)
+            found = self.static[node.id] = (group, *group[:5], local)
         return found
 
-    def _standing(self, node: Node) -> tuple[GroupKey, Key] | None:
+    def _standing(self, node: Node) -> tuple[GroupKey, Key, int] | None:
         pod = self.pod
         if plugins.resources_exhausted(node, pod):
             return None
-        static = self._static(node)
-        local = (
-            static[5]
-            + self.w_fit * scoring.least_allocated_score(node, pod.nz_cpu, pod.nz_memory, self.profile)
-            + self.w_balanced * scoring.balanced_score(node, pod, self.profile)
-        )
-        counts = self.counts.get(node.id)
-        hosts = tuple(counts[i] for i in self.host) if counts is not None else (0,) * len(self.host)
-        return (*static[:5], hosts), (-local, -plugins.gpu_room(node), node.name, node.id)
+        static = self.static.get(node.id) or self._static(node)
+        local = static[6]
+        if self.w_fit:
+            local += self.w_fit * scoring.least_allocated_score(node, pod.nz_cpu, pod.nz_memory, self.profile)
+        if self.w_balanced:
+            local += self.w_balanced * scoring.balanced_score(node, pod, self.profile)
+        counts = self.counts.get(node.id) if self.counting else None
+        group = static[0] if counts is None else (*static[0][:5], tuple(counts[i] for i in self.host))
+        return group, (-local, -node.room, node.name, node.id), node.gpu_mem - node.gpu_mem_used
 
     def _place(self, node: Node) -> None:
-        """(Re)file a member node under its current group and key; a node that lacks resources for good leaves."""
+        """(Re)file a member node under its current group and key; a node that lacks resources for good leaves, and
+        what it lacks is kept up to date."""
+        if node.id in self.lack_of:
+            self._lacks(node)
+            return
         old = self.entries.get(node.id)
         new = self._standing(node)
-        if old == new:
+        if old == new and new is not None:
             return
         if old is not None:
             self.groups[old[0]].remove(old[1])
+            if self.node_free is not None:
+                self.node_free.remove(old[2])
         if new is None:
             self.entries.pop(node.id, None)
+            self._lacks(node)
             return
         self.entries[node.id] = new
         group = self.groups.get(new[0])
         if group is None:
-            group = self.groups[new[0]] = Group()
+            group = self.groups[new[0]] = Group(bool(self.spread))
         group.add(new[1])
+        if self.node_free is not None:
+            self.node_free.add(new[2])
+
+    def _lacks(self, node: Node) -> None:
+        old = self.lack_of.get(node.id)
+        if old is not None:
+            self.lacking.subtract(old[0])
+            if self.lack_free is not None:
+                self.lack_free.remove(old[1])
+        reasons = tuple(plugins.lacking(node, self.pod))
+        self.lack_of[node.id] = reasons, node.gpu_mem - node.gpu_mem_used
+        self.lacking.update(reasons)
+        if self.lack_free is not None:
+            self.lack_free.add(node.gpu_mem - node.gpu_mem_used)
+
+    def reasons(self, r: int) -> Counter[str]:
+        """Why no member takes a request of r, per reason as FitError counts them: what the dropped members lack,
+        then GPU memory at node level (NodeResourcesFit) or on one device (the extender)."""
+        if self.node_free is None or self.lack_free is None:
+            self.node_free = SortedList(entry[2] for entry in self.entries.values())
+            self.lack_free = SortedList(free for _, free in self.lack_of.values())
+        why = Counter({reason: n for reason, n in self.lacking.items() if n})
+        short = int(self.node_free.bisect_left(r))
+        lacking_too = int(self.lack_free.bisect_left(r)) if r else 0
+        if short + lacking_too:
+            why[f"Insufficient {GPU_MEM}"] += short + lacking_too
+        if len(self.entries) - short:
+            why[plugins.GPU_ONE_DEVICE] += len(self.entries) - short
+        return why
 
     # --- spreading counts ----------------------------------------------------------------------------------------
 
@@ -190,7 +248,7 @@ class View:
             node = nodes[node_id]
             if self.counting:
                 self._recount(node)
-            if node_id in self.entries:
+            if node_id in self.entries or node_id in self.lack_of:
                 self._place(node)
 
     def copy_for(self, pod: Pod, nodes: Sequence[Node], candidates: Sequence[int] | None) -> View:
@@ -198,9 +256,10 @@ class View:
         clone = View.__new__(View)
         clone.__dict__.update(self.__dict__)
         clone.pod, clone.spread = pod, pod.spread  # the same shape (keys, skews), this pod's selectors
-        clone.entries = dict(self.entries)
+        clone.entries, clone.lack_of = dict(self.entries), dict(self.lack_of)
+        clone.lacking, clone.node_free, clone.lack_free = Counter(self.lacking), None, None
         clone.groups = {key: _copy(group) for key, group in self.groups.items()}
-        clone.counts, clone.counted_upto, clone.domains = {}, {}, Counter()
+        clone.counts, clone.counted_upto, clone.domains, clone.infeasible = {}, {}, Counter(), {}
         clone.born, clone.counting = self.index.sequence, True
         clone.count_from(nodes, candidates)
         for node_id in list(clone.counts):
@@ -211,45 +270,72 @@ class View:
     # --- the choice ----------------------------------------------------------------------------------------------
 
     def choose(self, pod: Pod) -> tuple[int, int] | None:
-        """(node id, tied nodes) for the pod, or None when no member fits."""
-        r = pod.gpu_mem
-        found = []
-        for key, group in self.groups.items():
-            n = group.fitting(r)
-            if n:
-                best = group.best(r)
-                assert best is not None
-                found.append((key, n, best[0], best[1]))
-        if not found:
-            return None
-        totals = self._normalised(found)
-        top = max(totals)
-        tied = [entry for entry, total in zip(found, totals, strict=True) if total == top]
-        winner = min(entry[2][1:] for entry in tied)  # (-GPU room, name, id): `scoring.tie_break`
-        return winner[2], sum(entry[3] for entry in tied)
+        """(node id, tied nodes) for the pod, or None when no member fits.
 
-    def _normalised(self, found: list[tuple[GroupKey, int, Key, int]]) -> list[int]:
-        """Each group's total for its best node: the normalised plugins over the feasible groups, plus its local
-        score."""
-        taints = scoring.default_normalize([key[0] for key, *_ in found], reverse=True)
-        affinities = scoring.default_normalize([key[1] for key, *_ in found], reverse=False)
-        spread = self._spread_scores(found) if self.spread else [0] * len(found)
+        The normalised parts need only which groups have a node that fits (and, for spreading, how many); a group's
+        best local score bounds its total, so groups are searched best bound first and the search stops below the
+        best total found."""
+        r = pod.gpu_mem
+        if self.infeasible.get(r) == self.seen:
+            return None
+        bests: dict[GroupKey, tuple[Key, int] | None] = {}
+        feasible: list[tuple[GroupKey, Group, int]] = []
+        for key, group in self.groups.items():
+            if self.spread:
+                n = group.fitting(r)
+                if n:
+                    feasible.append((key, group, n))
+            else:
+                best = bests[key] = group.best(r)
+                if best is not None:
+                    feasible.append((key, group, 0))
+        if not feasible:
+            self.infeasible[r] = self.seen
+            return None
+        if len(feasible) == 1:  # one group: its best node wins, its normalised parts alike
+            key, group, _ = feasible[0]
+            found = bests.get(key) or group.best(r)
+            assert found is not None
+            return found[0][3], found[1]
+        norms = self._normalised(feasible)
+        bound = [norm - group.top()[0] for norm, (_, group, _) in zip(norms, feasible, strict=True)]
+        top: int | None = None
+        tied: list[tuple[Key, int]] = []
+        for i in sorted(range(len(feasible)), key=bound.__getitem__, reverse=True):
+            if top is not None and bound[i] < top:
+                break
+            key, group, _ = feasible[i]
+            found = bests.get(key) or group.best(r)
+            assert found is not None
+            total = norms[i] - found[0][0]
+            if top is None or total > top:
+                top, tied = total, [found]
+            elif total == top:
+                tied.append(found)
+        winner = min(found[0][1:] for found in tied)  # (-GPU room, name, id): `scoring.tie_break`
+        return winner[2], sum(found[1] for found in tied)
+
+    def _normalised(self, feasible: list[tuple[GroupKey, Group, int]]) -> list[int]:
+        """Each feasible group's normalised plugins, weighted and summed: over the feasible groups, as kube-scheduler
+        normalises over the feasible nodes."""
+        taints = scoring.default_normalize([key[0] for key, _, _ in feasible], reverse=True)
+        affinities = scoring.default_normalize([key[1] for key, _, _ in feasible], reverse=False)
+        spread = self._spread_scores(feasible) if self.spread else [0] * len(feasible)
         return [
-            self.w_taint * t + self.w_affinity * a + self.w_spread * s - best[0]
-            for (_, _, best, _), t, a, s in zip(found, taints, affinities, spread, strict=True)
+            self.w_taint * t + self.w_affinity * a + self.w_spread * sp
+            for t, a, sp in zip(taints, affinities, spread, strict=True)
         ]
 
-    def _spread_scores(self, found: list[tuple[GroupKey, int, Key, int]]) -> list[int]:
+    def _spread_scores(self, feasible: list[tuple[GroupKey, Group, int]]) -> list[int]:
         constraints = self.spread
-        keys = [c.topology_key for c in constraints]
-        counted = [entry for entry in found if not entry[0][4]]
-        hosts = sum(entry[1] for entry in counted)
+        keys = self.keys
+        counted = [(key, n) for key, _, n in feasible if not key[4]]
         domains = [0] * len(constraints)
         for j, i in enumerate(self.zone):
-            domains[i] = len({entry[0][2][j] or "" for entry in counted})
-        weights = scoring.spread_weights(keys, hosts, domains)
+            domains[i] = len({key[2][j] or "" for key, _ in counted})
+        weights = scoring.spread_weights(keys, sum(n for _, n in counted), domains)
         raw = []
-        for key, *_ in found:
+        for key, _, _ in feasible:
             if key[4]:
                 raw.append(0)
                 continue
@@ -261,13 +347,13 @@ class View:
                 values[i] = key[2][j]
                 counts[i] = self.domains.get((keys[i], key[2][j] or ""), 0)
             raw.append(scoring.spread_raw(constraints, values, counts, weights, self.profile))
-        return scoring.normalize_spread(raw, [key[4] for key, *_ in found])
+        return scoring.normalize_spread(raw, [key[4] for key, _, _ in feasible])
 
 
 def _copy(group: Group) -> Group:
-    clone = Group()
+    clone = Group(False)
     clone.keys = SortedList(group.keys)
-    clone.caps = SortedList(group.caps)
+    clone.caps = SortedList(group.caps) if group.caps is not None else None
     return clone
 
 
@@ -277,7 +363,9 @@ class ScoreIndex:
     def __init__(self, nodes: list[Node], semantics: Semantics, pods: Sequence[Pod]) -> None:
         self.nodes = nodes
         self.semantics = semantics
+        self.limit = max((g.total for n in nodes for g in n.gpus), default=0)  # the most room a node can have
         self.views: dict[tuple[Any, ...], View] = {}
+        self.by_template: dict[int, View] = {}
         self.log: list[int] = []
         self.sequence = 0
         #: per node: how many pods were bound before the index, and the sequence number of each bound since
@@ -315,6 +403,15 @@ class ScoreIndex:
         return self.initial[node.id] + bisect_right(self.sequences[node.id], sequence)
 
     def view(self, pod: Pod, members: Sequence[Node]) -> View:
+        found = self.by_template.get(pod.template) if pod.template else None
+        if found is None:
+            found = self._view(pod, members)
+            if pod.template:
+                self.by_template[pod.template] = found
+        found.catch_up(self.nodes)
+        return found
+
+    def _view(self, pod: Pod, members: Sequence[Node]) -> View:
         shape = (
             pod.static_signature,
             pod.cpu,
@@ -339,7 +436,6 @@ class ScoreIndex:
                 found = base
             else:
                 found = self.views[(shape, selector)] = base.copy_for(pod, self.nodes, self._candidates(pod))
-        found.catch_up(self.nodes)
         return found
 
     def _candidates(self, pod: Pod) -> list[int] | None:
@@ -355,3 +451,7 @@ class ScoreIndex:
     def choose(self, pod: Pod, members: Sequence[Node]) -> tuple[Node, int] | None:
         chosen = self.view(pod, members).choose(pod)
         return None if chosen is None else (self.nodes[chosen[0]], chosen[1])
+
+    def reasons(self, pod: Pod, members: Sequence[Node]) -> Counter[str]:
+        """Why the pod fits none of its class's members (the class adds its own static reasons)."""
+        return self.view(pod, members).reasons(pod.gpu_mem)

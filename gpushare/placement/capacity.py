@@ -1,0 +1,110 @@
+"""Nodes by what they can still give, each capacity's nodes in order: the best node with room for a request in
+O(log capacity), for both fast engines (ack's `engine`, upstream's `scoreindex`)."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from typing import Any
+
+from sortedcontainers import SortedList
+
+#: Any orderable tuple: smaller is better (engine: (score, name, id); scoreindex: (-local, -room, name, id)).
+Key = tuple[Any, ...]
+
+
+class CapacityIndex:
+    """Nodes by capacity value (0..limit), each capacity's nodes sorted by key; yields keys best-first for cap >= r.
+
+    A segment tree over capacities holds each segment's best key. One index serves one kind of pod (for ack: node
+    class, GPU count `m`, cpu, memory and other requests; `kind` is its GPU kind).
+    """
+
+    def __init__(self, limit: int, m: int = 1, kind: str = "") -> None:
+        self.size = 1 << max(1, (limit + 1).bit_length())
+        self.leaves: dict[int, SortedList] = {}
+        self.best: list[Key | None] = [None] * (2 * self.size)
+        self.m = m
+        self.kind = kind
+
+    def _refresh(self, cap: int) -> None:
+        leaf = self.leaves.get(cap)
+        i = cap + self.size
+        self.best[i] = leaf[0] if leaf else None
+        i >>= 1
+        best = self.best
+        while i:
+            a, b = best[2 * i], best[2 * i + 1]
+            best[i] = a if b is None or (a is not None and a < b) else b
+            i >>= 1
+
+    def add(self, cap: int, key: Key) -> None:
+        leaf = self.leaves.get(cap)
+        if leaf is None:
+            leaf = self.leaves[cap] = SortedList()
+        leaf.add(key)
+        if leaf[0] == key:
+            self._refresh(cap)
+
+    def remove(self, cap: int, key: Key) -> None:
+        leaf = self.leaves[cap]
+        first = leaf[0] == key
+        leaf.remove(key)
+        if first:
+            self._refresh(cap)
+
+    def first(self, low: int) -> Key | None:
+        """The best (smallest) key among nodes with capacity >= low: the least of the segments covering [low, size)."""
+        size, best = self.size, self.best
+        if low <= 0:
+            return best[1]
+        if low >= size:
+            return None
+        found = None
+        lo, hi = low + size, 2 * size - 1
+        while lo <= hi:
+            if lo & 1:
+                value = best[lo]
+                if value is not None and (found is None or value < found):
+                    found = value
+                lo += 1
+            if not hi & 1:
+                value = best[hi]
+                if value is not None and (found is None or value < found):
+                    found = value
+                hi -= 1
+            lo >>= 1
+            hi >>= 1
+        return found
+
+    def ordered(self, low: int) -> Iterator[Key]:
+        """Keys of nodes with capacity >= low, best (smallest) first."""
+        size = self.size
+        if low >= size:
+            return
+        heap: list[tuple[Key, int, int]] = []
+        lo, hi = low + size, 2 * size - 1
+        while lo <= hi:  # canonical cover of [low, size-1]
+            if lo & 1:
+                if self.best[lo] is not None:
+                    heap.append((self.best[lo], lo, -1))  # type: ignore[arg-type]
+                lo += 1
+            if not hi & 1:
+                if self.best[hi] is not None:
+                    heap.append((self.best[hi], hi, -1))  # type: ignore[arg-type]
+                hi -= 1
+            lo >>= 1
+            hi >>= 1
+        heapq.heapify(heap)
+        while heap:
+            _key, seg, pos = heapq.heappop(heap)
+            if seg >= size:  # a leaf: its keys in order
+                leaf = self.leaves[seg - size]
+                pos += 1
+                yield leaf[pos]
+                if pos + 1 < len(leaf):
+                    heapq.heappush(heap, (leaf[pos + 1], seg, pos))
+                continue
+            for child in (2 * seg, 2 * seg + 1):
+                if self.best[child] is not None:
+                    heapq.heappush(heap, (self.best[child], child, -1))  # type: ignore[misc]
