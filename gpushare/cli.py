@@ -12,6 +12,7 @@ from gpushare import __version__
 from gpushare.domain import cgpu, kinds
 from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.profiles import MIB_PER_UNIT
+from gpushare.domain.versions import CONFIG_APIS, MINORS
 from gpushare.errors import GpushareError
 from gpushare.generate.render import FORMATS, render
 from gpushare.settings.options import OPTIONS
@@ -88,7 +89,18 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
         "--placement",
         choices=PLACEMENTS,
         default="binpack",
-        help="default node and GPU placement (a node's ack.node.gpu.placement label wins for its GPUs)",
+        help="ack: default node and GPU placement (a node's ack.node.gpu.placement label wins for its GPUs)",
+    )
+    p.add_argument(
+        "--kube-version",
+        metavar="VERSION",
+        help=f"the kube-scheduler modelled, 1.{MINORS[0]}-1.{MINORS[-1]} (upstream scores nodes as it does; "
+        f"default: the live cluster's with --kubeconfig, else 1.{MINORS[-1]})",
+    )
+    p.add_argument(
+        "--scheduler-config-api",
+        choices=CONFIG_APIS,
+        help="its configuration API, as rendered (default: the one gpushare renders for that minor)",
     )
     p.add_argument(
         "--gpu-memory-unit",
@@ -231,6 +243,8 @@ def _cmd_place(args: argparse.Namespace) -> int:
         existing=args.existing,
         workloads=getattr(args, "workloads", []),
         semantics=Semantics(args.semantics, args.placement, unit, args.cgpu_max_pods_per_gpu),
+        kube_version=args.kube_version,
+        scheduler_config_api=args.scheduler_config_api,
         input_unit=unit,
         engine=getattr(args, "engine", "fast"),
         node_order=getattr(args, "node_order", None),

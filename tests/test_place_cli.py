@@ -9,11 +9,17 @@ import pytest
 import yaml
 from helpers import REPO
 from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
 
 from gpushare.cli import main
 
-REPORT = Draft202012Validator(json.loads((REPO / "schemas" / "placement-report.schema.json").read_text()))
-COMPARISON = Draft202012Validator(json.loads((REPO / "schemas" / "placement-comparison.schema.json").read_text()))
+_REPORT = json.loads((REPO / "schemas" / "placement-report.schema.json").read_text())
+REPORT = Draft202012Validator(_REPORT)
+# the comparison refers to the report's semantics and summary: resolved from the schema files themselves
+COMPARISON = Draft202012Validator(
+    json.loads((REPO / "schemas" / "placement-comparison.schema.json").read_text()),
+    registry=Registry().with_resource(_REPORT["$id"], Resource.from_contents(_REPORT)),
+)
 
 
 def node(name: str, gpus: int, per_gpu: int, mode: str | None = "share", ip: str = "10.0.0.1") -> dict:

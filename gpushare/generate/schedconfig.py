@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from gpushare.domain import labels
+from gpushare.domain.kubescheduler import rendered_policy_priorities
 from gpushare.domain.versions import CONFIG_GROUP, POLICY
 from gpushare.generate.template import Expr, dump
 from gpushare.generate.values import ChartValues
@@ -57,23 +58,6 @@ def extender_stanza(ctx: ChartValues, api: str | None) -> dict[str, Any]:
     }
 
 
-#: kube-scheduler 1.22 exits on a Policy that leaves priorities to the defaults ("no kind
-#: NodeResourcesLeastAllocatedArgs is registered for version kubescheduler.config.k8s.io/v1beta2", seen with the
-#: real 1.22.17 binary); it runs with the defaults named, less the two whose arguments it cannot convert.
-POLICY_PRIORITIES_1_22 = [
-    {"name": name, "weight": weight}
-    for name, weight in (
-        ("BalancedResourceAllocation", 1),
-        ("ImageLocalityPriority", 1),
-        ("InterPodAffinityPriority", 1),
-        ("NodeAffinityPriority", 1),
-        ("TaintTolerationPriority", 1),
-        ("SelectorSpreadPriority", 1),
-        ("EvenPodsSpreadPriority", 2),
-    )
-]
-
-
 def api_version(api: str | None) -> Expr:
     """`apiVersion` of a KubeSchedulerConfiguration: the API a minor's chart was rendered for, or, in a universal
     chart, the one the cluster's minor serves (`gpushare.schedulerConfigApi`; `api` is then None)."""
@@ -89,8 +73,9 @@ def configuration(ctx: ChartValues, api: str | None, control_plane: bool, minor:
     lease."""
     if api == POLICY:
         policy: dict[str, Any] = {"kind": "Policy", "apiVersion": "v1"}
-        if minor is not None and minor >= 22:
-            policy["priorities"] = POLICY_PRIORITIES_1_22
+        priorities = rendered_policy_priorities(minor) if minor is not None else None
+        if priorities is not None:  # the placement model scores nodes by the same list (kubescheduler.scoring_profile)
+            policy["priorities"] = [{"name": name, "weight": weight} for name, weight in priorities]
         policy["extenders"] = [extender_stanza(ctx, api)]
         return policy
     config: dict[str, Any] = {"apiVersion": api_version(api), "kind": "KubeSchedulerConfiguration"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from gpushare.errors import GpushareError
@@ -67,11 +68,39 @@ def translated() -> Iterator[None]:
         raise ClusterError(f"cluster unreachable: {exc}") from None
 
 
-def read_cluster(kubeconfig: str | None, context: str | None = None) -> tuple[list[Source], list[Source]]:
-    """(nodes + kube-system ConfigMaps, bound pods) as plain objects."""
+@dataclass
+class PlacementReading:
+    """What a dry run reads of a live cluster: Nodes and kube-system ConfigMaps, bound pods and what kube-scheduler's
+    default spreading reads (ReplicaSets, StatefulSets, ReplicationControllers, Services, Namespaces), the server's
+    version; `skipped` names what could not be read and why."""
+
+    nodes: list[Source]
+    existing: list[Source]
+    version: str | None
+    skipped: list[str] = field(default_factory=list)
+
+
+def read_cluster(kubeconfig: str | None, context: str | None = None) -> PlacementReading:
     cluster = Cluster(kubeconfig, context)
-    core = cluster.core
+    core, apps = cluster.core, cluster.apps
     nodes = cluster.objects("Node", core.list_node)
     maps = cluster.objects("ConfigMap", lambda: core.list_namespaced_config_map("kube-system"))
     pods = cluster.objects("Pod", lambda: core.list_pod_for_all_namespaces(field_selector="spec.nodeName!="))
-    return cluster.sources(nodes + maps), cluster.sources(pods)
+    reading = PlacementReading(cluster.sources(nodes + maps), cluster.sources(pods), None)
+    optional: list[tuple[str, Callable[[], Any]]] = [
+        ("ReplicaSet", apps.list_replica_set_for_all_namespaces),
+        ("StatefulSet", apps.list_stateful_set_for_all_namespaces),
+        ("ReplicationController", core.list_replication_controller_for_all_namespaces),
+        ("Service", core.list_service_for_all_namespaces),
+        ("Namespace", core.list_namespace),
+    ]
+    for kind, read in optional:
+        try:
+            reading.existing += cluster.sources(cluster.objects(kind, read))
+        except ClusterError as exc:
+            reading.skipped.append(f"{kind}s not read ({exc})")
+    try:
+        reading.version = str(cluster.call(cluster.version_api.get_code).git_version)
+    except ClusterError as exc:
+        reading.skipped.append(f"server version not read ({exc})")
+    return reading

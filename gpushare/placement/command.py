@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare.domain import kinds
+from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
 from gpushare.domain.profiles import MIB_PER_UNIT
+from gpushare.domain.versions import MINORS, choose_api, default_api, parse_kube_version
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_paths
 from gpushare.placement import compare as comparing
@@ -52,18 +55,53 @@ class PlaceRequest:
     kubeconfig: str | None = None
     context: str | None = None
     explain: bool = False
+    #: The kube-scheduler modelled: a minor or version (default: the live cluster's, else the newest modelled) and
+    #: its configuration API (default: the one gpushare renders for that minor).
+    kube_version: str | None = None
+    scheduler_config_api: str | None = None
 
 
-def _inputs(req: PlaceRequest) -> tuple[list[Source], list[Source], list[Source]]:
+@dataclass
+class Inputs:
+    nodes: list[Source]
+    existing: list[Source]
+    workloads: list[Source]
+    version: str | None = None  # the live cluster's
+    notes: list[str] = field(default_factory=list)
+
+
+def _inputs(req: PlaceRequest) -> Inputs:
     if req.kubeconfig is not None:
         from gpushare.kube.cluster import read_cluster
 
-        nodes, existing = read_cluster(req.kubeconfig or None, req.context)
+        live = read_cluster(req.kubeconfig or None, req.context)
+        return Inputs(live.nodes, live.existing, read_paths(req.workloads), live.version, live.skipped)
+    if not req.nodes:
+        raise InputError("--nodes", None, "at least one file of Node objects (or --kubeconfig)")
+    return Inputs(read_paths(req.nodes), read_paths(req.existing), read_paths(req.workloads))
+
+
+def scheduler_profile(
+    kube_version: str | None, api: str | None, live: str | None = None
+) -> tuple[ScoringProfile, list[str]]:
+    """The kube-scheduler to model, and notes on how it was chosen. An explicit version must be one gpushare models; a
+    live cluster's newer minor is modelled as the newest gpushare knows, and says so."""
+    notes = []
+    if kube_version is not None:
+        minor = parse_kube_version(kube_version, "--kube-version").minor
+    elif live is not None:
+        found = re.match(r"^v?1\.(\d+)", live.strip())
+        minor = int(found.group(1)) if found else MINORS[-1]
+        if minor not in MINORS:
+            nearest = MINORS[-1] if minor > MINORS[-1] else MINORS[0]
+            notes.append(
+                f"the cluster runs {live}: kube-scheduler is modelled as 1.{nearest}, the nearest gpushare knows"
+            )
+            minor = nearest
     else:
-        if not req.nodes:
-            raise InputError("--nodes", None, "at least one file of Node objects (or --kubeconfig)")
-        nodes, existing = read_paths(req.nodes), read_paths(req.existing)
-    return nodes, existing, read_paths(req.workloads)
+        minor = MINORS[-1]
+    chosen = choose_api(api, minor, "--scheduler-config-api") if api else default_api(minor)
+    return scoring_profile(minor, chosen), notes
 
 
 def place_command(req: PlaceRequest, out: TextIO) -> int:
@@ -71,22 +109,26 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
     if req.input_unit is not None and req.input_unit not in MIB_PER_UNIT:
         raise InputError("--gpu-memory-unit", req.input_unit, f"one of {', '.join(MIB_PER_UNIT)}")
     specs = comparing.parse(req.compare)
-    nodes, existing, workloads = _inputs(req)
+    inputs = _inputs(req)
+    profile, notes = scheduler_profile(req.kube_version, req.scheduler_config_api, inputs.version)
+    base = replace(req.semantics, scheduler=profile)
     order = read_node_order(req.node_order) if req.node_order else None
     input_unit = req.input_unit or req.semantics.gpu_memory_unit
 
     def once(semantics: Semantics) -> Any:
-        inventory = build(nodes, existing, workloads, semantics, input_unit)
-        return run(inventory, semantics, req.engine, order, req.explain)  # type: ignore[arg-type]
+        inventory = build(inputs.nodes, inputs.existing, inputs.workloads, semantics, input_unit)
+        result = run(inventory, semantics, req.engine, order, req.explain)  # type: ignore[arg-type]
+        result.warnings[:0] = [*notes, *inputs.notes]
+        return result
 
     if specs:
         rows = []
-        for name, semantics in comparing.variants(req.semantics, specs):
+        for name, semantics in comparing.variants(base, specs):
             result = once(semantics)
             rows.append((name, semantics, result))
         _print_comparison(rows, req.output, out)
         return 1 if any(r.invalid for _, _, r in rows) else 0
-    result = once(req.semantics)
+    result = once(base)
     if req.plot:
         write_plot(result, req.plot)
     if req.output == "json":

@@ -344,8 +344,18 @@ def build(
         if view is None:
             ignored += src.kind not in _CLUSTER_STATE
             continue
+        asked = len(new) + (view.replicas or 0)
+        if asked > MAX_PODS:
+            field = "spec.parallelism" if view.kind in ("Job", "CronJob") else "spec.replicas"
+            raise InputError(
+                f"{view.kind} {view.key} {field}", view.replicas, f"at most {MAX_PODS:,} pods in one run", src.where
+            )
         new.extend(_pods(view, nodes, semantics, ratio, owners, namespaces, template))
     return Inventory(nodes, existing, new, ignored)
+
+
+#: Pods one dry run places at most: far beyond any fleet (64k GPUs x 16 pods is ~1M), well within memory.
+MAX_PODS = 5_000_000
 
 
 #: Kinds among the workloads that describe the cluster rather than pods to place (read, not counted as ignored).

@@ -45,6 +45,7 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
             "placement": sem.placement,
             "gpuMemoryUnit": sem.gpu_memory_unit,
             "cgpuMaxPodsPerGpu": sem.cgpu_max_pods_per_gpu,
+            "scheduler": {"kubernetesMinor": f"1.{sem.scheduler.minor}", "configApi": sem.scheduler.api},
         },
         "summary": summary(result),
         "placements": [
@@ -54,6 +55,7 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
                 "node": a.node,
                 "gpus": [{"index": i, "units": u} for i, u in a.gpus],
                 "core": a.core,
+                "tiedWith": a.tied_with,
             }
             for a in result.placements
         ],
@@ -108,9 +110,11 @@ def _table(rows: list[list[str]]) -> list[str]:
 def to_text(result: PlacementResult, limit: int = 50) -> str:
     """The human view: placed pods, pending pods with the scheduler's message, invalid pods, a summary."""
     lines: list[str] = []
-    rows = [["POD", "NODE", "GPU:UNITS", "CORE%"]]
+    tied = any(a.tied_with > 1 for a in result.placements)
+    rows = [["POD", "NODE", "GPU:UNITS", "CORE%", *(["TIED"] if tied else [])]]
     for a in result.placements[:limit]:
-        rows.append([a.key, a.node, ",".join(f"{i}:{u}" for i, u in a.gpus) or "-", str(a.core or "-")])
+        row = [a.key, a.node, ",".join(f"{i}:{u}" for i, u in a.gpus) or "-", str(a.core or "-")]
+        rows.append(row + ([f"~{a.tied_with}" if a.tied_with > 1 else ""] if tied else []))
     lines += _table(rows)
     if len(result.placements) > limit:
         lines.append(f"... {len(result.placements) - limit} more placed (-o json for all)")
@@ -133,6 +137,14 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
         f"GPUs touched {s['gpusTouched']}/{s['gpus']}; GPU memory {s['gpuMemory']['used']}/"
         f"{s['gpuMemory']['total']} x {unit}; fragmented {s['fragmentation']} x {unit}",
     ]
+    if result.semantics.name == "upstream":
+        lines.append(f"nodes chosen as {result.semantics.scheduler.label} scores them")
+    if tied:
+        count = sum(1 for a in result.placements if a.tied_with > 1)
+        lines.append(
+            f"TIED ~N: {count} pods had N nodes with the best score; kube-scheduler picks one of them at random, "
+            "the dry run the one with the most GPU memory free on a device, then by name"
+        )
     lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines) + "\n"
 

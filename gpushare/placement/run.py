@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
+from gpushare.domain import kubescheduler
 from gpushare.kube.documents import Source, read_documents
 from gpushare.placement import engine as fast_engine
 from gpushare.placement import plugins, reference
@@ -62,8 +63,23 @@ def run(
     valid = [p for p in inventory.new if not p.invalid]
     result = runner(inventory.nodes, valid, semantics, dict(node_order or {}), explain)
     result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in inventory.new if p.invalid]
-    result.warnings = warnings
+    result.warnings = warnings + _model_limits(inventory, semantics)
     return result
+
+
+def _model_limits(inventory: Inventory, semantics: Semantics) -> list[str]:
+    """Where this run goes beyond what the dry run models (README: what the dry run cannot tell you)."""
+    if semantics.name != "upstream":
+        return []
+    total = len(inventory.nodes)
+    searched = kubescheduler.num_feasible_nodes_to_find(total)
+    if searched >= total:
+        return []
+    return [
+        f"{total} nodes: kube-scheduler (percentageOfNodesToScore unset) stops filtering once it has found {searched} "
+        "feasible nodes, starting where the previous pod's search ended, and scores only those; the dry run scores "
+        f"every feasible node, so where more than {searched} fit, the real node may be another"
+    ]
 
 
 def _sources(objects: Iterable[Mapping[str, Any]], where: str) -> list[Source]:
