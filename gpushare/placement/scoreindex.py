@@ -101,6 +101,8 @@ class View:
         self.groups: dict[GroupKey, Group] = {}
         self.seen = len(index.log)
         self.infeasible: dict[int, int] = {}  # request -> `seen` when no member had room for it
+        self.cache: tuple[int, dict[GroupKey, tuple[int, Key, int]]] | None = None  # (request, `_feasible`)
+        self.touched: set[GroupKey] = set()  # groups a node left or joined since `_feasible` last looked
         self.born = index.sequence
         #: spreading views only (`counting`): matching pods per constraint on each node, and per domain
         self.counting = False
@@ -165,6 +167,7 @@ class View:
             return
         if old is not None:
             self.groups[old[0]].remove(old[1])
+            self.touched.add(old[0])
             if self.node_free is not None:
                 self.node_free.remove(old[2])
         if new is None:
@@ -176,6 +179,7 @@ class View:
         if group is None:
             group = self.groups[new[0]] = Group(bool(self.spread))
         group.add(new[1])
+        self.touched.add(new[0])
         if self.node_free is not None:
             self.node_free.add(new[2])
 
@@ -260,6 +264,7 @@ class View:
         clone.lacking, clone.node_free, clone.lack_free = Counter(self.lacking), None, None
         clone.groups = {key: _copy(group) for key, group in self.groups.items()}
         clone.counts, clone.counted_upto, clone.domains, clone.infeasible = {}, {}, Counter(), {}
+        clone.cache, clone.touched = None, set()
         clone.born, clone.counting = self.index.sequence, True
         clone.count_from(nodes, candidates)
         for node_id in list(clone.counts):
@@ -270,72 +275,74 @@ class View:
     # --- the choice ----------------------------------------------------------------------------------------------
 
     def choose(self, pod: Pod) -> tuple[int, int] | None:
-        """(node id, tied nodes) for the pod, or None when no member fits.
-
-        The normalised parts need only which groups have a node that fits (and, for spreading, how many); a group's
-        best local score bounds its total, so groups are searched best bound first and the search stops below the
-        best total found."""
+        """(node id, tied nodes) for the pod, or None when no member fits."""
         r = pod.gpu_mem
         if self.infeasible.get(r) == self.seen:
             return None
-        bests: dict[GroupKey, tuple[Key, int] | None] = {}
-        feasible: list[tuple[GroupKey, Group, int]] = []
-        for key, group in self.groups.items():
-            if self.spread:
-                n = group.fitting(r)
-                if n:
-                    feasible.append((key, group, n))
-            else:
-                best = bests[key] = group.best(r)
-                if best is not None:
-                    feasible.append((key, group, 0))
-        if not feasible:
+        entries = self._feasible(r)
+        if not entries:
             self.infeasible[r] = self.seen
             return None
-        if len(feasible) == 1:  # one group: its best node wins, its normalised parts alike
-            key, group, _ = feasible[0]
-            found = bests.get(key) or group.best(r)
-            assert found is not None
-            return found[0][3], found[1]
-        norms = self._normalised(feasible)
-        bound = [norm - group.top()[0] for norm, (_, group, _) in zip(norms, feasible, strict=True)]
-        top: int | None = None
-        tied: list[tuple[Key, int]] = []
-        for i in sorted(range(len(feasible)), key=bound.__getitem__, reverse=True):
-            if top is not None and bound[i] < top:
-                break
-            key, group, _ = feasible[i]
-            found = bests.get(key) or group.best(r)
-            assert found is not None
-            total = norms[i] - found[0][0]
-            if top is None or total > top:
-                top, tied = total, [found]
-            elif total == top:
-                tied.append(found)
-        winner = min(found[0][1:] for found in tied)  # (-GPU room, name, id): `scoring.tie_break`
-        return winner[2], sum(found[1] for found in tied)
+        if len(entries) == 1:  # one group: its best node wins, the normalised parts alike
+            ((_, best, ties),) = entries.values()
+            return best[3], ties
+        feasible = list(entries.items())
+        norms = self._normalised([(key, n) for key, (n, _, _) in feasible])
+        totals = [norm - best[0] for norm, (_, (_, best, _)) in zip(norms, feasible, strict=True)]
+        top = max(totals)
+        tied = [entry for entry, total in zip(feasible, totals, strict=True) if total == top]
+        winner = min(best[1:] for _, (_, best, _) in tied)  # (-GPU room, name, id): `scoring.tie_break`
+        return winner[2], sum(ties for _, (_, _, ties) in tied)
 
-    def _normalised(self, feasible: list[tuple[GroupKey, Group, int]]) -> list[int]:
+    def _feasible(self, r: int) -> dict[GroupKey, tuple[int, Key, int]]:
+        """The groups with a node that has room for r: (nodes that have, the best of them, its ties). Kept for the
+        last request asked: the next pod of the same kind re-asks only the groups a bind changed since."""
+        cached = self.cache
+        if cached is None or cached[0] != r:
+            entries: dict[GroupKey, tuple[int, Key, int]] = {}
+            for key, group in self.groups.items():
+                entry = self._entry(group, r)
+                if entry is not None:
+                    entries[key] = entry
+            self.cache = (r, entries)
+        else:
+            entries = cached[1]
+            for key in self.touched:
+                entry = self._entry(self.groups[key], r)
+                if entry is None:
+                    entries.pop(key, None)
+                else:
+                    entries[key] = entry
+        self.touched.clear()
+        return entries
+
+    def _entry(self, group: Group, r: int) -> tuple[int, Key, int] | None:
+        best = group.best(r)
+        if best is None:
+            return None
+        return (group.fitting(r) if self.spread else 0), best[0], best[1]
+
+    def _normalised(self, feasible: list[tuple[GroupKey, int]]) -> list[int]:
         """Each feasible group's normalised plugins, weighted and summed: over the feasible groups, as kube-scheduler
         normalises over the feasible nodes."""
-        taints = scoring.default_normalize([key[0] for key, _, _ in feasible], reverse=True)
-        affinities = scoring.default_normalize([key[1] for key, _, _ in feasible], reverse=False)
+        taints = scoring.default_normalize([key[0] for key, _ in feasible], reverse=True)
+        affinities = scoring.default_normalize([key[1] for key, _ in feasible], reverse=False)
         spread = self._spread_scores(feasible) if self.spread else [0] * len(feasible)
         return [
             self.w_taint * t + self.w_affinity * a + self.w_spread * sp
             for t, a, sp in zip(taints, affinities, spread, strict=True)
         ]
 
-    def _spread_scores(self, feasible: list[tuple[GroupKey, Group, int]]) -> list[int]:
+    def _spread_scores(self, feasible: list[tuple[GroupKey, int]]) -> list[int]:
         constraints = self.spread
         keys = self.keys
-        counted = [(key, n) for key, _, n in feasible if not key[4]]
+        counted = [(key, n) for key, n in feasible if not key[4]]
         domains = [0] * len(constraints)
         for j, i in enumerate(self.zone):
             domains[i] = len({key[2][j] or "" for key, _ in counted})
         weights = scoring.spread_weights(keys, sum(n for _, n in counted), domains)
         raw = []
-        for key, _, _ in feasible:
+        for key, _ in feasible:
             if key[4]:
                 raw.append(0)
                 continue
@@ -347,7 +354,7 @@ class View:
                 values[i] = key[2][j]
                 counts[i] = self.domains.get((keys[i], key[2][j] or ""), 0)
             raw.append(scoring.spread_raw(constraints, values, counts, weights, self.profile))
-        return scoring.normalize_spread(raw, [key[4] for key, _, _ in feasible])
+        return scoring.normalize_spread(raw, [key[4] for key, _ in feasible])
 
 
 def _copy(group: Group) -> Group:
