@@ -3,15 +3,20 @@
 A pod's total on a node is the sum of node-local parts (LeastAllocated, BalancedAllocation, ImageLocality,
 NodePreferAvoidPods read the node's own numbers) and normalised parts (TaintToleration, NodeAffinity and
 PodTopologySpread are scaled over the feasible nodes). For one kind of pod (a `View`: the same requests,
-tolerations, preferences, images and spreading), nodes whose normalised parts read the same raw values form a
-group, and a group keeps its nodes ordered by local score, then GPU room, then name: the best node of a group
+tolerations, preferences, images and spreading shape), nodes whose normalised parts read the same raw values form
+a group, and a group keeps its nodes ordered by local score, then GPU room, then name: the best node of a group
 that fits is found by bisection, the normalised parts are worked out once per group, and the nodes tied with the
 winner are counted, not listed. Every score comes from `gpushare.placement.scoring`, so only the search differs
 from the reference engine.
 
-Views are brought up to date lazily: a bind records its node, and a view re-reads the nodes recorded since it
-last looked. Pods that spread away from their own kind (a Deployment's replicas) get a view per selector, copied
-from the view of their kind without the counts, so a new Deployment costs a copy, not a rebuild.
+Pods that spread away from their own kind (a Deployment's replicas) read, besides, how many pods their selector
+matches on each node and in each domain: a `Spread` per selector keeps those counts and moves the nodes that hold
+any such pod out of the view's groups into groups of their own, by count. A new Deployment costs a `Spread`
+without any node in it, not a copy of the view.
+
+Everything is brought up to date lazily: a bind records its node, and a view or spread re-reads the nodes
+recorded since it last looked. Each group has a version; the answer for a request is kept per group and
+recomputed only for the groups a bind changed.
 """
 
 from __future__ import annotations
@@ -28,69 +33,81 @@ from gpushare.domain.labels import GPU_MEM
 from gpushare.placement import interpod, plugins, scoring
 from gpushare.placement.model import Node, Pod, Semantics
 
-#: (taint raw, node affinity raw, topology values of the non-hostname spread keys, has the hostname label,
-#: ignored by spreading, matching pods per hostname constraint)
+#: (raw taint score, raw node affinity score, topology values of the non-hostname spread keys, has the hostname
+#: label, ignored by spreading, matching pods per hostname constraint)
 GroupKey = tuple[Any, ...]
 Key = tuple[Any, ...]  # (-local score, -GPU room, name, node id)
+#: One feasible group's answer for a request: (nodes with room for it, the best of them, how many tie with it)
+Entry = tuple[int, Key, int]
 
 
 class Group:
-    """Nodes alike for the normalised plugins, keyed by local score, then GPU room, then name; with `counting`, also
-    their GPU rooms in order, to count the nodes that fit (spreading weighs by it)."""
+    """Nodes alike for the normalised plugins, by local score, then GPU room, then name, and their rooms in order
+    (to count the nodes that fit). `version` changes with every node that joins or leaves."""
 
-    __slots__ = ("caps", "keys")
+    __slots__ = ("caps", "ids", "keys", "version")
 
-    def __init__(self, counting: bool) -> None:
+    def __init__(self) -> None:
         self.keys: SortedList = SortedList()
-        self.caps: SortedList | None = SortedList() if counting else None
+        self.caps: SortedList = SortedList()
+        self.ids: set[int] = set()
+        self.version = 0
 
     def add(self, key: Key) -> None:
         self.keys.add(key)
-        if self.caps is not None:
-            self.caps.add(-key[1])
+        self.caps.add(-key[1])
+        self.ids.add(key[3])
+        self.version += 1
 
     def remove(self, key: Key) -> None:
         self.keys.remove(key)
-        if self.caps is not None:
-            self.caps.remove(-key[1])
-
-    def top(self) -> Key:
-        """The best key of any node in the group, fitting or not (a bound on what the group can score)."""
-        return self.keys[0]  # type: ignore[no-any-return]
+        self.caps.remove(-key[1])
+        self.ids.discard(key[3])
+        self.version += 1
 
     def fitting(self, r: int) -> int:
-        """How many of the group's nodes have room for r (a counting group's)."""
-        assert self.caps is not None
-        return len(self.caps) - int(self.caps.bisect_left(r))
+        """How many nodes have room for r."""
+        caps = self.caps
+        return len(caps) - int(caps.bisect_left(r)) if caps and caps[0] < r else len(caps)
 
-    def best(self, r: int) -> tuple[Key, int] | None:
-        """The first node with room for r, and how many share its local score and have room for r. Within a local
-        score the roomiest node comes first: when it has no room, none of that score has, and the next score is
-        tried."""
+    def ties(self, key: Key, r: int) -> int:
+        """How many nodes share the key's local score and have room for r."""
+        return int(self.keys.bisect_left((key[0], -r + 1)) - self.keys.bisect_left((key[0],)))
+
+    def best(self, r: int, skip: set[int] | frozenset[int] = frozenset()) -> Key | None:
+        """The first node with room for r whose id is not in `skip`. Within a local score the roomiest node comes
+        first: when it has no room, none of that score has, and the next score is tried."""
         keys = self.keys
         i, n = 0, len(keys)
         while i < n:
             key = keys[i]
-            if -key[1] >= r:
-                return key, int(keys.bisect_left((key[0], -r + 1))) - i
-            i = keys.bisect_left((key[0] + 1,))
+            if -key[1] < r:
+                i = keys.bisect_left((key[0] + 1,))  # none of this local score has room: the next score
+            elif key[3] in skip:
+                i += 1
+            else:
+                return key  # type: ignore[no-any-return]
         return None
+
+    def entry(self, r: int) -> Entry | None:
+        best = self.best(r)
+        return None if best is None else (self.fitting(r), best, self.ties(best, r))
 
 
 class View:
-    """One kind of pod's groups over its node class, and for spreading pods the counts of the pods they spread
-    away from."""
+    """One kind of pod's groups over its node class, and what its members lack when they cannot take it."""
 
     def __init__(self, index: ScoreIndex, pod: Pod, members: Sequence[Node]) -> None:
         self.index = index
         self.pod = pod
         self.profile = index.semantics.scheduler
-        self.spread = pod.spread
+        self.spread = pod.spread  # the shape; each selector's counts are a `Spread`'s
         self.keys = [c.topology_key for c in pod.spread]
         self.host = [i for i, c in enumerate(pod.spread) if c.topology_key == ks.HOSTNAME_LABEL]
         self.zone = [i for i, c in enumerate(pod.spread) if c.topology_key != ks.HOSTNAME_LABEL]
         self.static: dict[int, tuple[Any, ...]] = {}
         self.entries: dict[int, tuple[GroupKey, Key, int]] = {}  # (group, key, GPU memory left at node level)
+        self.groups: dict[GroupKey, Group] = {}
         #: members that lack resources for good: why (NodeResourcesFit's words), for pending pods' messages
         self.lacking: Counter[str] = Counter()
         self.lack_of: dict[int, tuple[tuple[str, ...], int]] = {}  # (reasons, GPU memory left at node level)
@@ -98,17 +115,9 @@ class View:
         #: was pending (None before), to count which nodes lack GPU memory at node level
         self.node_free: SortedList | None = None
         self.lack_free: SortedList | None = None
-        self.groups: dict[GroupKey, Group] = {}
         self.seen = len(index.log)
-        self.infeasible: dict[int, int] = {}  # request -> `seen` when no member had room for it
-        self.cache: tuple[int, dict[GroupKey, tuple[int, Key, int]]] | None = None  # (request, `_feasible`)
-        self.touched: set[GroupKey] = set()  # groups a node left or joined since `_feasible` last looked
-        self.born = index.sequence
-        #: spreading views only (`counting`): matching pods per constraint on each node, and per domain
-        self.counting = False
-        self.counts: dict[int, list[int]] = {}
-        self.counted_upto: dict[int, int] = {}
-        self.domains: Counter[tuple[str, str]] = Counter()
+        self.spreads: dict[tuple[Any, ...], Spread] = {}
+        self.answers = Answers()
         weights = dict(self.profile.weights)
         self.w_taint = weights.get(ks.TAINT_TOLERATION, 0)
         self.w_affinity = weights.get(ks.NODE_AFFINITY, 0)
@@ -125,34 +134,28 @@ class View:
     def _static(self, node: Node) -> tuple[Any, ...]:
         """What the pod's kind reads of the node that never changes: its group before any spreading count (raw taint
         and affinity scores, the spreading topology values...), and the local scores of images and avoidance."""
-        found = self.static.get(node.id)
-        if found is None:
-            pod = self.pod
-            keys = [c.topology_key for c in self.spread]
-            group = (
-                scoring.intolerable_prefer_no_schedule(node, pod),
-                scoring.preferred_affinity(node, pod),
-                tuple(node.labels.get(keys[i]) for i in self.zone),
-                ks.HOSTNAME_LABEL in node.labels,
-                pod.spread_own and not all(k in node.labels for k in keys),
-                (0,) * len(self.host),
-            )
-            local = self.w_image * scoring.image_score(node, pod) + self.w_avoid * scoring.avoid_score(node, pod)
-            found = self.static[node.id] = (group, *group[:5], local)
+        pod = self.pod
+        group = (
+            scoring.intolerable_prefer_no_schedule(node, pod),
+            scoring.preferred_affinity(node, pod),
+            tuple(node.labels.get(self.keys[i]) for i in self.zone),
+            ks.HOSTNAME_LABEL in node.labels,
+            pod.spread_own and not all(k in node.labels for k in self.keys),
+            (0,) * len(self.host),
+        )
+        local = self.w_image * scoring.image_score(node, pod) + self.w_avoid * scoring.avoid_score(node, pod)
+        found = self.static[node.id] = (group, local)
         return found
 
     def _standing(self, node: Node) -> tuple[GroupKey, Key, int] | None:
         pod = self.pod
         if plugins.resources_exhausted(node, pod):
             return None
-        static = self.static.get(node.id) or self._static(node)
-        local = static[6]
+        group, local = self.static.get(node.id) or self._static(node)
         if self.w_fit:
             local += self.w_fit * scoring.least_allocated_score(node, pod.nz_cpu, pod.nz_memory, self.profile)
         if self.w_balanced:
             local += self.w_balanced * scoring.balanced_score(node, pod, self.profile)
-        counts = self.counts.get(node.id) if self.counting else None
-        group = static[0] if counts is None else (*static[0][:5], tuple(counts[i] for i in self.host))
         return group, (-local, -node.room, node.name, node.id), node.gpu_mem - node.gpu_mem_used
 
     def _place(self, node: Node) -> None:
@@ -167,7 +170,6 @@ class View:
             return
         if old is not None:
             self.groups[old[0]].remove(old[1])
-            self.touched.add(old[0])
             if self.node_free is not None:
                 self.node_free.remove(old[2])
         if new is None:
@@ -177,9 +179,8 @@ class View:
         self.entries[node.id] = new
         group = self.groups.get(new[0])
         if group is None:
-            group = self.groups[new[0]] = Group(bool(self.spread))
+            group = self.groups[new[0]] = Group()
         group.add(new[1])
-        self.touched.add(new[0])
         if self.node_free is not None:
             self.node_free.add(new[2])
 
@@ -194,6 +195,43 @@ class View:
         self.lacking.update(reasons)
         if self.lack_free is not None:
             self.lack_free.add(node.gpu_mem - node.gpu_mem_used)
+
+    def catch_up(self, nodes: Sequence[Node]) -> None:
+        log = self.index.log
+        if self.seen == len(log):
+            return
+        changed = set(log[self.seen :])
+        self.seen = len(log)
+        for node_id in changed:
+            if node_id in self.entries or node_id in self.lack_of:
+                self._place(nodes[node_id])
+
+    # --- the choice ----------------------------------------------------------------------------------------------
+
+    def choose(self, pod: Pod) -> tuple[int, int] | None:
+        """(node id, tied nodes) for a pod without spreading, or None when no member fits."""
+        r = pod.gpu_mem
+        found = self.answers.of(r, self.seen, [(key, group, None) for key, group in self.groups.items()])
+        return None if found is None else self.select(found, None)
+
+    def select(self, found: list[tuple[GroupKey, Entry]], spread: Spread | None) -> tuple[int, int]:
+        """The winner among the feasible groups: each group's best node totals its normalised parts (over the
+        feasible groups, as kube-scheduler normalises over the feasible nodes) and its local score."""
+        if len(found) == 1:  # one group: its best node wins, the normalised parts alike
+            _, (_, best, ties) = found[0]
+            return best[3], ties
+        keys = [key for key, _ in found]
+        taints = scoring.default_normalize([key[0] for key in keys], reverse=True)
+        affinities = scoring.default_normalize([key[1] for key in keys], reverse=False)
+        spreading = spread.scores(found) if spread is not None else [0] * len(found)
+        totals = [
+            self.w_taint * t + self.w_affinity * a + self.w_spread * s - entry[1][0]
+            for (_, entry), t, a, s in zip(found, taints, affinities, spreading, strict=True)
+        ]
+        top = max(totals)
+        tied = [entry for (_, entry), total in zip(found, totals, strict=True) if total == top]
+        winner = min(best[1:] for _, best, _ in tied)  # (-GPU room, name, id): `scoring.tie_break`
+        return winner[2], sum(ties for _, _, ties in tied)
 
     def reasons(self, r: int) -> Counter[str]:
         """Why no member takes a request of r, per reason as FitError counts them: what the dropped members lack,
@@ -210,158 +248,161 @@ class View:
             why[plugins.GPU_ONE_DEVICE] += len(self.entries) - short
         return why
 
-    # --- spreading counts ----------------------------------------------------------------------------------------
 
-    def count_from(self, nodes: Sequence[Node], candidates: Sequence[int] | None) -> None:
-        """Count the pods each constraint matches on every node (only `candidates` can hold any)."""
+class Answers:
+    """The feasible groups' answers for the last request asked, each valid while its groups' versions hold."""
+
+    def __init__(self) -> None:
+        self.request: int | None = None
+        self.kept: dict[GroupKey, tuple[tuple[int, int], Entry | None]] = {}
+        self.infeasible: dict[int, int] = {}  # request -> position in the log when no member had room for it
+
+    def of(
+        self, r: int, seen: int, groups: list[tuple[GroupKey, Group, Group | None]]
+    ) -> list[tuple[GroupKey, Entry]] | None:
+        """For each group (with the nodes to leave out of it, if any): its entry for r; None when none fits."""
+        if self.infeasible.get(r) == seen:
+            return None
+        if self.request != r:
+            self.request, self.kept = r, {}
+        kept = self.kept
+        found = []
+        for key, group, out in groups:
+            version = (group.version, out.version if out is not None else 0)
+            known = kept.get(key)
+            if known is not None and known[0] == version:
+                entry = known[1]
+            else:
+                entry = _entry(group, out, r)
+                kept[key] = (version, entry)
+            if entry is not None:
+                found.append((key, entry))
+        if not found:
+            self.infeasible[r] = seen
+            return None
+        return found
+
+
+def _entry(group: Group, out: Group | None, r: int) -> Entry | None:
+    """A group's answer for r, leaving out the nodes `out` holds (their keys, as in the group)."""
+    if out is None or not out.keys:
+        return group.entry(r)
+    best = group.best(r, skip=out.ids)
+    if best is None:
+        return None
+    return group.fitting(r) - out.fitting(r), best, group.ties(best, r) - out.ties(best, r)
+
+
+class Spread:
+    """One spreading selector's counts over a view: matching pods on each node and per domain; the nodes holding any
+    for a hostname constraint are moved out of the view's groups into groups by count."""
+
+    def __init__(self, view: View, pod: Pod, nodes: Sequence[Node], candidates: Sequence[int] | None) -> None:
+        self.view = view
+        self.pod = pod  # whose selectors these are (the view's shape)
+        self.index = view.index
+        self.counts: dict[int, list[int]] = {}
+        self.counted_upto: dict[int, int] = {}
+        self.domains: Counter[tuple[str, str]] = Counter()
+        self.groups: dict[GroupKey, Group] = {}  # the counted nodes, by their group with counts
+        self.out: dict[GroupKey, Group] = {}  # the same nodes, by the view's group they leave
+        self.placed: dict[int, tuple[GroupKey, GroupKey, Key]] = {}  # node -> (group, view's group, key)
+        self.answers = Answers()
+        self.born = self.index.sequence
+        self.seen = len(self.index.log)
         for node_id in sorted(set(candidates)) if candidates is not None else range(len(nodes)):
             self.counted_upto[node_id] = 0
             self._recount(nodes[node_id])
+            self._file(node_id)
 
     def _recount(self, node: Node) -> None:
-        pod, profile = self.pod, self.profile
+        """Add the node's pods bound since it was last counted to the counts."""
+        view, pod = self.view, self.pod
         start = self.counted_upto.get(node.id)
-        if start is None:  # not counted yet: the pods bound before the view was made had none to count (`copy_for`)
+        if start is None:  # never counted: the pods it held when the spread was made matched none (see __init__)
             start = self.index.bound_before(node, self.born)
         new = node.bound[start:]
         self.counted_upto[node.id] = len(node.bound)
         if not new:
             return
-        counts = self.counts.setdefault(node.id, [0] * len(self.spread))
-        keys = [c.topology_key for c in self.spread]
-        required = not pod.spread_own or all(k in node.labels for k in keys)
-        for i, c in enumerate(self.spread):
+        counts = self.counts.get(node.id)
+        required = not pod.spread_own or all(k in node.labels for k in view.keys)
+        for i, c in enumerate(pod.spread):
             if c.selector.empty:
                 continue
             found = sum(1 for p in new if p.namespace == pod.namespace and c.selector.matches(p.label_map))
             if not found:
                 continue
+            if counts is None:
+                counts = self.counts[node.id] = [0] * len(pod.spread)
             counts[i] += found
-            if i in self.zone and required and interpod.included(node, pod, c, profile):
+            if i in view.zone and required and interpod.included(node, pod, c, view.profile):
                 self.domains[(c.topology_key, node.labels.get(c.topology_key, ""))] += found
 
-    # --- lazily up to date ----------------------------------------------------------------------------------------
+    def _file(self, node_id: int) -> None:
+        """Keep the node among the counted groups while it holds matching pods for a hostname constraint."""
+        old = self.placed.pop(node_id, None)
+        if old is not None:
+            self.groups[old[0]].remove(old[2])
+            self.out[old[1]].remove(old[2])
+        counts = self.counts.get(node_id)
+        entry = self.view.entries.get(node_id)
+        if counts is None or entry is None:
+            return
+        hosts = tuple(counts[i] for i in self.view.host)
+        if not any(hosts):
+            return
+        base, key = entry[0], entry[1]
+        counted = (*base[:5], hosts)
+        self.placed[node_id] = counted, base, key
+        for table, group_key in ((self.groups, counted), (self.out, base)):
+            group = table.get(group_key)
+            if group is None:
+                group = table[group_key] = Group()
+            group.add(key)
 
     def catch_up(self, nodes: Sequence[Node]) -> None:
+        """After the view: recount the nodes bound to since, and refile those counted."""
         log = self.index.log
         if self.seen == len(log):
             return
         changed = set(log[self.seen :])
         self.seen = len(log)
         for node_id in changed:
-            node = nodes[node_id]
-            if self.counting:
-                self._recount(node)
-            if node_id in self.entries or node_id in self.lack_of:
-                self._place(node)
-
-    def copy_for(self, pod: Pod, nodes: Sequence[Node], candidates: Sequence[int] | None) -> View:
-        """A view for a spreading selector: this view's groups (nobody matched yet), then the counts."""
-        clone = View.__new__(View)
-        clone.__dict__.update(self.__dict__)
-        clone.pod, clone.spread = pod, pod.spread  # the same shape (keys, skews), this pod's selectors
-        clone.entries, clone.lack_of = dict(self.entries), dict(self.lack_of)
-        clone.lacking, clone.node_free, clone.lack_free = Counter(self.lacking), None, None
-        clone.groups = {key: _copy(group) for key, group in self.groups.items()}
-        clone.counts, clone.counted_upto, clone.domains, clone.infeasible = {}, {}, Counter(), {}
-        clone.cache, clone.touched = None, set()
-        clone.born, clone.counting = self.index.sequence, True
-        clone.count_from(nodes, candidates)
-        for node_id in list(clone.counts):
-            if node_id in clone.entries:
-                clone._place(nodes[node_id])
-        return clone
-
-    # --- the choice ----------------------------------------------------------------------------------------------
+            self._recount(nodes[node_id])
+            if node_id in self.placed or node_id in self.counts:
+                self._file(node_id)
 
     def choose(self, pod: Pod) -> tuple[int, int] | None:
-        """(node id, tied nodes) for the pod, or None when no member fits."""
-        r = pod.gpu_mem
-        if self.infeasible.get(r) == self.seen:
-            return None
-        entries = self._feasible(r)
-        if not entries:
-            self.infeasible[r] = self.seen
-            return None
-        if len(entries) == 1:  # one group: its best node wins, the normalised parts alike
-            ((_, best, ties),) = entries.values()
-            return best[3], ties
-        feasible = list(entries.items())
-        norms = self._normalised([(key, n) for key, (n, _, _) in feasible])
-        totals = [norm - best[0] for norm, (_, (_, best, _)) in zip(norms, feasible, strict=True)]
-        top = max(totals)
-        tied = [entry for entry, total in zip(feasible, totals, strict=True) if total == top]
-        winner = min(best[1:] for _, (_, best, _) in tied)  # (-GPU room, name, id): `scoring.tie_break`
-        return winner[2], sum(ties for _, (_, _, ties) in tied)
+        view = self.view
+        groups = [(key, group, self.out.get(key)) for key, group in view.groups.items()]
+        groups += [(key, group, None) for key, group in self.groups.items()]
+        found = self.answers.of(pod.gpu_mem, self.seen, groups)
+        return None if found is None else view.select(found, self)
 
-    def _feasible(self, r: int) -> dict[GroupKey, tuple[int, Key, int]]:
-        """The groups with a node that has room for r: (nodes that have, the best of them, its ties). Kept for the
-        last request asked: the next pod of the same kind re-asks only the groups a bind changed since."""
-        cached = self.cache
-        if cached is None or cached[0] != r:
-            entries: dict[GroupKey, tuple[int, Key, int]] = {}
-            for key, group in self.groups.items():
-                entry = self._entry(group, r)
-                if entry is not None:
-                    entries[key] = entry
-            self.cache = (r, entries)
-        else:
-            entries = cached[1]
-            for key in self.touched:
-                entry = self._entry(self.groups[key], r)
-                if entry is None:
-                    entries.pop(key, None)
-                else:
-                    entries[key] = entry
-        self.touched.clear()
-        return entries
-
-    def _entry(self, group: Group, r: int) -> tuple[int, Key, int] | None:
-        best = group.best(r)
-        if best is None:
-            return None
-        return (group.fitting(r) if self.spread else 0), best[0], best[1]
-
-    def _normalised(self, feasible: list[tuple[GroupKey, int]]) -> list[int]:
-        """Each feasible group's normalised plugins, weighted and summed: over the feasible groups, as kube-scheduler
-        normalises over the feasible nodes."""
-        taints = scoring.default_normalize([key[0] for key, _ in feasible], reverse=True)
-        affinities = scoring.default_normalize([key[1] for key, _ in feasible], reverse=False)
-        spread = self._spread_scores(feasible) if self.spread else [0] * len(feasible)
-        return [
-            self.w_taint * t + self.w_affinity * a + self.w_spread * sp
-            for t, a, sp in zip(taints, affinities, spread, strict=True)
-        ]
-
-    def _spread_scores(self, feasible: list[tuple[GroupKey, int]]) -> list[int]:
-        constraints = self.spread
-        keys = self.keys
-        counted = [(key, n) for key, n in feasible if not key[4]]
+    def scores(self, found: list[tuple[GroupKey, Entry]]) -> list[int]:
+        """PodTopologySpread's normalised scores of the feasible groups."""
+        view = self.view
+        constraints, keys = self.pod.spread, view.keys
+        counted = [(key, entry[0]) for key, entry in found if not key[4]]
         domains = [0] * len(constraints)
-        for j, i in enumerate(self.zone):
+        for j, i in enumerate(view.zone):
             domains[i] = len({key[2][j] or "" for key, _ in counted})
         weights = scoring.spread_weights(keys, sum(n for _, n in counted), domains)
         raw = []
-        for key, _ in feasible:
+        for key, _ in found:
             if key[4]:
                 raw.append(0)
                 continue
             values: list[str | None] = [None] * len(constraints)
             counts = [0] * len(constraints)
-            for j, i in enumerate(self.host):
+            for j, i in enumerate(view.host):
                 values[i], counts[i] = ("" if key[3] else None), key[5][j]
-            for j, i in enumerate(self.zone):
+            for j, i in enumerate(view.zone):
                 values[i] = key[2][j]
                 counts[i] = self.domains.get((keys[i], key[2][j] or ""), 0)
-            raw.append(scoring.spread_raw(constraints, values, counts, weights, self.profile))
-        return scoring.normalize_spread(raw, [key[4] for key, _ in feasible])
-
-
-def _copy(group: Group) -> Group:
-    clone = Group(False)
-    clone.keys = SortedList(group.keys)
-    clone.caps = SortedList(group.caps) if group.caps is not None else None
-    return clone
+            raw.append(scoring.spread_raw(constraints, values, counts, weights, view.profile))
+        return scoring.normalize_spread(raw, [key[4] for key, _ in found])
 
 
 class ScoreIndex:
@@ -370,15 +411,14 @@ class ScoreIndex:
     def __init__(self, nodes: list[Node], semantics: Semantics, pods: Sequence[Pod]) -> None:
         self.nodes = nodes
         self.semantics = semantics
-        self.limit = max((g.total for n in nodes for g in n.gpus), default=0)  # the most room a node can have
         self.views: dict[tuple[Any, ...], View] = {}
-        self.by_template: dict[int, View] = {}
+        self.by_template: dict[int, tuple[View, Spread | None]] = {}
         self.log: list[int] = []
         self.sequence = 0
         #: per node: how many pods were bound before the index, and the sequence number of each bound since
         self.sequences: list[list[int]] = [[] for _ in nodes]
         self.initial = [len(n.bound) for n in nodes]
-        #: label (key, value) -> nodes whose bound pods carry it, for a new spreading view to count from
+        #: label (key, value) -> nodes whose bound pods carry it, for a new spread to count from
         self.by_label: dict[tuple[str, str], list[int]] = {}
         for node in nodes:
             for bound in node.bound:
@@ -409,40 +449,39 @@ class ScoreIndex:
         """How many pods the node held when the index's sequence stood at `sequence`."""
         return self.initial[node.id] + bisect_right(self.sequences[node.id], sequence)
 
-    def view(self, pod: Pod, members: Sequence[Node]) -> View:
+    def _lookup(self, pod: Pod, members: Sequence[Node]) -> tuple[View, Spread | None]:
         found = self.by_template.get(pod.template) if pod.template else None
         if found is None:
-            found = self._view(pod, members)
+            shape = (
+                pod.static_signature,
+                pod.cpu,
+                pod.memory,
+                pod.nz_cpu,
+                pod.nz_memory,
+                pod.other,
+                pod.preferred,
+                pod.images,
+                pod.owner,
+                tuple((c.topology_key, c.max_skew, c.honor_affinity, c.honor_taints) for c in pod.spread),
+                pod.spread_own,
+            )
+            view = self.views.get(shape)
+            if view is None:
+                view = self.views[shape] = View(self, pod, members)
+            spread = None
+            if pod.spread:
+                selector = (pod.namespace, tuple(c.selector for c in pod.spread))
+                spread = view.spreads.get(selector)
+                if spread is None:
+                    view.catch_up(self.nodes)
+                    spread = view.spreads[selector] = Spread(view, pod, self.nodes, self._candidates(pod))
+            found = (view, spread)
             if pod.template:
                 self.by_template[pod.template] = found
-        found.catch_up(self.nodes)
-        return found
-
-    def _view(self, pod: Pod, members: Sequence[Node]) -> View:
-        shape = (
-            pod.static_signature,
-            pod.cpu,
-            pod.memory,
-            pod.nz_cpu,
-            pod.nz_memory,
-            pod.other,
-            pod.preferred,
-            pod.images,
-            pod.owner,
-            tuple((c.topology_key, c.max_skew, c.honor_affinity, c.honor_taints) for c in pod.spread),
-            pod.spread_own,
-        )
-        selector = (pod.namespace, tuple(c.selector for c in pod.spread)) if pod.spread else None
-        found = self.views.get((shape, selector))
-        if found is None:
-            base = self.views.get((shape, None))
-            if base is None:
-                base = self.views[(shape, None)] = View(self, pod, members)
-            base.catch_up(self.nodes)
-            if selector is None:
-                found = base
-            else:
-                found = self.views[(shape, selector)] = base.copy_for(pod, self.nodes, self._candidates(pod))
+        view, spread = found
+        view.catch_up(self.nodes)
+        if spread is not None:
+            spread.catch_up(self.nodes)
         return found
 
     def _candidates(self, pod: Pod) -> list[int] | None:
@@ -456,9 +495,10 @@ class ScoreIndex:
         return result
 
     def choose(self, pod: Pod, members: Sequence[Node]) -> tuple[Node, int] | None:
-        chosen = self.view(pod, members).choose(pod)
+        view, spread = self._lookup(pod, members)
+        chosen = spread.choose(pod) if spread is not None else view.choose(pod)
         return None if chosen is None else (self.nodes[chosen[0]], chosen[1])
 
     def reasons(self, pod: Pod, members: Sequence[Node]) -> Counter[str]:
         """Why the pod fits none of its class's members (the class adds its own static reasons)."""
-        return self.view(pod, members).reasons(pod.gpu_mem)
+        return self._lookup(pod, members)[0].reasons(pod.gpu_mem)
