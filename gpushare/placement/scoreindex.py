@@ -78,16 +78,16 @@ class Group:
         """The first node with room for r whose id is not in `skip`. Within a local score the roomiest node comes
         first: when it has no room, none of that score has, and the next score is tried."""
         keys = self.keys
-        i, n = 0, len(keys)
-        while i < n:
-            key = keys[i]
-            if -key[1] < r:
-                i = keys.bisect_left((key[0] + 1,))  # none of this local score has room: the next score
-            elif key[3] in skip:
-                i += 1
+        start = 0
+        while True:
+            for key in keys.islice(start):
+                if -key[1] < r:
+                    start = keys.bisect_left((key[0] + 1,))  # none of this local score has room: the next score
+                    break
+                if key[3] not in skip:
+                    return key  # type: ignore[no-any-return]
             else:
-                return key  # type: ignore[no-any-return]
-        return None
+                return None
 
     def entry(self, r: int) -> Entry | None:
         best = self.best(r)
@@ -220,14 +220,16 @@ class View:
         if len(found) == 1:  # one group: its best node wins, the normalised parts alike
             _, (_, best, ties) = found[0]
             return best[3], ties
-        keys = [key for key, _ in found]
-        taints = scoring.default_normalize([key[0] for key in keys], reverse=True)
-        affinities = scoring.default_normalize([key[1] for key in keys], reverse=False)
-        spreading = spread.scores(found) if spread is not None else [0] * len(found)
-        totals = [
-            self.w_taint * t + self.w_affinity * a + self.w_spread * s - entry[1][0]
-            for (_, entry), t, a, s in zip(found, taints, affinities, spreading, strict=True)
-        ]
+        totals = [-entry[1][0] for _, entry in found]
+        # a part alike on every group shifts every total alike: it changes neither the winner nor the ties
+        for weight, part, reverse in ((self.w_taint, 0, True), (self.w_affinity, 1, False)):
+            raws = [key[part] for key, _ in found]
+            if weight and min(raws) != max(raws):
+                for i, score in enumerate(scoring.default_normalize(raws, reverse=reverse)):
+                    totals[i] += weight * score
+        if spread is not None and self.w_spread:
+            for i, score in enumerate(spread.scores(found)):
+                totals[i] += self.w_spread * score
         top = max(totals)
         tied = [entry for (_, entry), total in zip(found, totals, strict=True) if total == top]
         winner = min(best[1:] for _, best, _ in tied)  # (-GPU room, name, id): `scoring.tie_break`
@@ -304,10 +306,14 @@ class Spread:
         self.counts: dict[int, list[int]] = {}
         self.counted_upto: dict[int, int] = {}
         self.domains: Counter[tuple[str, str]] = Counter()
+        #: (namespace, labels) of a bound pod -> whether each constraint's selector matches it (() for none)
+        self.matches: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, ...]] = {}
         self.groups: dict[GroupKey, Group] = {}  # the counted nodes, by their group with counts
         self.out: dict[GroupKey, Group] = {}  # the same nodes, by the view's group they leave
         self.placed: dict[int, tuple[GroupKey, GroupKey, Key]] = {}  # node -> (group, view's group, key)
         self.answers = Answers()
+        #: the view's groups (with the nodes to leave out of each) and the counted groups, while their numbers hold
+        self.listed: tuple[tuple[int, int, int], list[tuple[GroupKey, Group, Group | None]]] = ((-1, -1, -1), [])
         self.born = self.index.sequence
         self.seen = len(self.index.log)
         for node_id in sorted(set(candidates)) if candidates is not None else range(len(nodes)):
@@ -325,12 +331,24 @@ class Spread:
         self.counted_upto[node.id] = len(node.bound)
         if not new:
             return
+        memo = self.matches
+        matched: list[int] | None = None
+        for p in new:
+            hits = memo.get((p.namespace, p.labels))
+            if hits is None:
+                hits = tuple(
+                    int(p.namespace == pod.namespace and not c.selector.empty and c.selector.matches(p.label_map))
+                    for c in pod.spread
+                )
+                hits = memo[(p.namespace, p.labels)] = hits if any(hits) else ()
+            if hits:
+                matched = list(hits) if matched is None else [m + h for m, h in zip(matched, hits, strict=True)]
+        if matched is None:
+            return
         counts = self.counts.get(node.id)
         required = not pod.spread_own or all(k in node.labels for k in view.keys)
         for i, c in enumerate(pod.spread):
-            if c.selector.empty:
-                continue
-            found = sum(1 for p in new if p.namespace == pod.namespace and c.selector.matches(p.label_map))
+            found = matched[i]
             if not found:
                 continue
             if counts is None:
@@ -375,33 +393,41 @@ class Spread:
 
     def choose(self, pod: Pod) -> tuple[int, int] | None:
         view = self.view
-        groups = [(key, group, self.out.get(key)) for key, group in view.groups.items()]
-        groups += [(key, group, None) for key, group in self.groups.items()]
-        found = self.answers.of(pod.gpu_mem, self.seen, groups)
+        shape = (len(view.groups), len(self.groups), len(self.out))  # groups are made, never dropped
+        if self.listed[0] != shape:
+            groups = [(key, group, self.out.get(key)) for key, group in view.groups.items()]
+            groups += [(key, group, None) for key, group in self.groups.items()]
+            self.listed = shape, groups
+        found = self.answers.of(pod.gpu_mem, self.seen, self.listed[1])
         return None if found is None else view.select(found, self)
 
     def scores(self, found: list[tuple[GroupKey, Entry]]) -> list[int]:
         """PodTopologySpread's normalised scores of the feasible groups."""
         view = self.view
-        constraints, keys = self.pod.spread, view.keys
-        counted = [(key, entry[0]) for key, entry in found if not key[4]]
+        constraints, keys, host, zone = self.pod.spread, view.keys, view.host, view.zone
+        hosts, values = 0, [set[str]() for _ in zone]
+        for key, entry in found:
+            if not key[4]:
+                hosts += entry[0]
+                for j, value in enumerate(key[2]):
+                    values[j].add(value or "")
         domains = [0] * len(constraints)
-        for j, i in enumerate(view.zone):
-            domains[i] = len({key[2][j] or "" for key, _ in counted})
-        weights = scoring.spread_weights(keys, sum(n for _, n in counted), domains)
+        for j, i in enumerate(zone):
+            domains[i] = len(values[j])
+        weights = scoring.spread_weights(keys, hosts, domains)
         raw = []
+        on: list[str | None] = [None] * len(constraints)
+        counts = [0] * len(constraints)
         for key, _ in found:
             if key[4]:
                 raw.append(0)
                 continue
-            values: list[str | None] = [None] * len(constraints)
-            counts = [0] * len(constraints)
-            for j, i in enumerate(view.host):
-                values[i], counts[i] = ("" if key[3] else None), key[5][j]
-            for j, i in enumerate(view.zone):
-                values[i] = key[2][j]
-                counts[i] = self.domains.get((keys[i], key[2][j] or ""), 0)
-            raw.append(scoring.spread_raw(constraints, values, counts, weights, view.profile))
+            for j, i in enumerate(host):
+                on[i], counts[i] = ("" if key[3] else None), key[5][j]
+            for j, i in enumerate(zone):
+                on[i] = value = key[2][j]
+                counts[i] = self.domains.get((keys[i], value or ""), 0)
+            raw.append(scoring.spread_raw(constraints, on, counts, weights, view.profile))
         return scoring.normalize_spread(raw, [key[4] for key, _ in found])
 
 

@@ -13,6 +13,7 @@ pods; a pod's requests, tolerations, affinities, images and spreading constraint
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.kubescheduler import MAX_NODE_SCORE, ScoringProfile, go_log, go_round
@@ -184,7 +185,12 @@ def _pod_topology_spread(
 def spread_weights(keys: Sequence[str], hosts: int, domains: Sequence[int]) -> list[float]:
     """topologyNormalizingWeight per constraint: log(size + 2), the size being the feasible hosts for the hostname
     key and the number of domains among the feasible nodes for any other."""
-    return [go_log(float((hosts if key == ks.HOSTNAME_LABEL else domains[i]) + 2)) for i, key in enumerate(keys)]
+    return [_log_of((hosts if key == ks.HOSTNAME_LABEL else domains[i]) + 2) for i, key in enumerate(keys)]
+
+
+@lru_cache(maxsize=65536)
+def _log_of(n: int) -> float:
+    return go_log(float(n))
 
 
 def spread_raw(
