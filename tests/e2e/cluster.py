@@ -269,6 +269,9 @@ class ControlPlane:
             ],
         )
         self.wait_http(apiserver, f"{self.server}/readyz", timeout=120)
+        # readyz does not wait for the system namespaces: the apiserver's controller makes them shortly after
+        for namespace in ("default", "kube-system"):
+            self.wait_http(apiserver, f"{self.server}/api/v1/namespaces/{namespace}", timeout=60)
 
     def start_scheduler(self, args: list[str], name: str = "kube-scheduler") -> tuple[Process, int]:
         """kube-scheduler with `args` plus loopback serving on a free port and this cluster's kubeconfig."""

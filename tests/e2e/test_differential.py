@@ -163,15 +163,7 @@ def scheduler(cluster: ControlPlane, tmp_path: Path) -> Any:
         # the scenarios' nodes reach it one event at a time, as in a running cluster, not in its start-up list
         (probe,) = _pods(1)
         probe["metadata"]["name"] = "probe"
-        deadline = time.monotonic() + 60
-        while True:  # the API server makes the default namespace shortly after it starts serving
-            try:
-                core.create_namespaced_pod("default", probe)
-                break
-            except ApiException as exc:
-                if exc.status != 404 or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        core.create_namespaced_pod("default", probe)
         assert outcome(core, "probe", process.log, timeout=60) is None
         core.delete_namespaced_pod("probe", "default", grace_period_seconds=0)
         yield core, apps, process.log
