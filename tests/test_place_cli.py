@@ -116,7 +116,8 @@ def test_json_report(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (big,) = report["pending"]
     assert big["name"] == "big" and big["reasons"] == [{"reason": "Insufficient aliyun.com/gpu-mem", "nodes": 2}]
     assert big["message"] == "0/2 nodes are available: 2 Insufficient aliyun.com/gpu-mem."
-    assert report["summary"]["fragmentation"] == 5 + 4 + 15  # every free GiB is below the 16 still pending
+    # what is left on a's partly used GPUs is below the 16 still pending; b's untouched GPU is not fragmented
+    assert report["summary"]["fragmentation"] == 5 + 4
 
 
 def test_upstream_reason_is_the_extenders(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,6 +160,46 @@ def test_inspect_view(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ]
     assert lines[1].split() == ["a", "192.168.0.71", "0/15", "6/15", "6/30"]
     assert lines[-2:] == ["Allocated/Total GPU Memory In Cluster:", "6/45 (13%)"]
+
+
+def test_inspect_shows_compute_on_core_mem_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Like `kubectl inspect cgpu`: each GPU's compute allocated/total where the node allocates compute."""
+    core = node("c", 2, 15, mode="core_mem", ip="10.0.0.9")
+    core["status"]["capacity"]["aliyun.com/gpu-core.percentage"] = "200"
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all([core, node("s", 1, 15, ip="10.0.0.8")]))
+    running = pod("p", 4, core=30)
+    running["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": "0"}
+    running["spec"]["nodeName"] = "c"
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all([running]))
+    code, out, _ = run(
+        capsys, "inspect", "--nodes", str(tmp_path / "nodes.yaml"), "--existing", str(tmp_path / "pods.yaml")
+    )
+    assert code == 0
+    lines = [line.split() for line in out.splitlines()]
+    assert out.splitlines()[0].split("GPU Memory(GiB)")[1].split() == [
+        "GPU0",
+        "Compute(%)",
+        "GPU1",
+        "Compute(%)",
+        "GPU",
+        "Compute(%)",
+    ]
+    rows = {line[0]: line for line in lines[1:3]}
+    assert rows["c"][-3:] == ["30/100", "0/100", "30/200"]
+    assert rows["s"][-1] == "-"
+
+
+def test_fragmentation_counts_partly_used_gpus_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Left on a used GPU below the smallest pending request is fragmented; an empty GPU too small is not."""
+    nodes = [node("big", 1, 16), node("small", 1, 4)]
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all(nodes))
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all([pod("a", 13), pod("b", 6)]))
+    code, out, _ = run(
+        capsys, "place", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "pods.yaml"), "-o", "json"
+    )
+    report = json.loads(out)
+    assert [p["name"] for p in report["pending"]] == ["b"]
+    assert report["summary"]["fragmentation"] == 3  # big's 3 left; small's untouched 4 is not counted
 
 
 def test_invalid_pods_exit_1_and_the_run_goes_on(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:

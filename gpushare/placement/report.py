@@ -11,12 +11,13 @@ from gpushare.placement.result import Pending, PlacementResult
 
 
 def fragmentation(result: PlacementResult) -> int:
-    """Free GPU memory (units) no pending GPU pod can use: free amounts below the smallest per-GPU request pending."""
+    """Free GPU memory (units) no pending GPU pod can use: what is left on partly used GPUs, below the smallest
+    per-GPU request pending (an untouched GPU too small for every request is small, not fragmented)."""
     requests = [p.per_gpu for p in result.pending if p.per_gpu]
     smallest = min(requests, default=0)
     if not smallest:
         return 0
-    return sum(g.free for n in result.nodes for g in n.gpus if 0 < g.free < smallest)
+    return sum(g.free for n in result.nodes for g in n.gpus if g.used and 0 < g.free < smallest)
 
 
 def summary(result: PlacementResult) -> dict[str, Any]:
@@ -150,17 +151,27 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
 
 
 def inspect_text(result: PlacementResult) -> str:
-    """`kubectl inspect gpushare`'s summary: per node each GPU's allocated/total, then the cluster total."""
+    """`kubectl inspect gpushare`'s summary: per node each GPU's allocated/total, then the cluster total. Where
+    nodes allocate compute (core_mem), each GPU's compute allocated/total in percent follows, as `kubectl inspect
+    cgpu` shows it."""
     unit = result.semantics.gpu_memory_unit
     label = "GiB" if MIB_PER_UNIT[unit] == 1024 else unit
     nodes = [n for n in result.nodes if n.gpus]
     width = max((len(n.gpus) for n in nodes), default=1)
+    compute = any(g.core_total for n in nodes for g in n.gpus)
     header = ["NAME", "IPADDRESS"] + [f"GPU{i}(Allocated/Total)" for i in range(width)] + [f"GPU Memory({label})"]
+    if compute:
+        header += [f"GPU{i} Compute(%)" for i in range(width)] + ["GPU Compute(%)"]
     rows = [header]
     for n in nodes:
         cells = [f"{g.used}/{g.total}" if g.healthy else f"{g.used}/{g.total}(unhealthy)" for g in n.gpus]
         cells += [""] * (width - len(cells))
-        rows.append([n.name, n.address, *cells, f"{n.gpu_used}/{n.gpu_total}"])
+        row = [n.name, n.address, *cells, f"{n.gpu_used}/{n.gpu_total}"]
+        if compute:
+            cores = [f"{g.core_used}/{g.core_total}" if g.core_total else "-" for g in n.gpus]
+            used, total = sum(g.core_used for g in n.gpus), sum(g.core_total for g in n.gpus)
+            row += [*cores, *[""] * (width - len(cores)), f"{used}/{total}" if total else "-"]
+        rows.append(row)
     lines = _table(rows)
     used = sum(n.gpu_used for n in nodes)
     total = sum(n.gpu_total for n in nodes)

@@ -19,12 +19,16 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
+
+#: kube-scheduler serves healthz and metrics without TLS on port 10251 up to this minor.
+INSECURE_PORT_UNTIL = 22
 
 
 def free_port() -> int:
@@ -273,9 +277,21 @@ class ControlPlane:
         for namespace in ("default", "kube-system"):
             self.wait_http(apiserver, f"{self.server}/api/v1/namespaces/{namespace}", timeout=60)
 
+    def outside_a_pod(self, config: dict[str, Any]) -> dict[str, Any]:
+        """A rendered KubeSchedulerConfiguration adapted to run here, not in a pod: this cluster's kubeconfig
+        instead of the in-cluster one, no leader election (one scheduler, no Lease to wait for), and up to 1.22 the
+        insecure port on a free loopback port (each pod has its own 10251; here schedulers share the loopback)."""
+        config = {**config, "clientConnection": {"kubeconfig": str(self.kubeconfig)}}
+        config["leaderElection"] = {**config.get("leaderElection", {}), "leaderElect": False}
+        if self.minor <= INSECURE_PORT_UNTIL:
+            config["healthzBindAddress"] = config["metricsBindAddress"] = f"127.0.0.1:{free_port()}"
+        return config
+
     def start_scheduler(self, args: list[str], name: str = "kube-scheduler") -> tuple[Process, int]:
-        """kube-scheduler with `args` plus loopback serving on a free port and this cluster's kubeconfig."""
+        """kube-scheduler with `args` plus loopback serving on a free port and this cluster's kubeconfig (up to
+        1.22 without the insecure port; a configuration file sets its own instead: see `outside_a_pod`)."""
         port = free_port()
+        insecure = ["--port=0"] if self.minor <= INSECURE_PORT_UNTIL else []
         process = self.spawn(
             name,
             [
@@ -285,6 +301,7 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--authentication-kubeconfig={self.kubeconfig}",
                 f"--authorization-kubeconfig={self.kubeconfig}",
+                *insecure,
                 "--v=2",
             ],
         )

@@ -84,11 +84,8 @@ def scheduler_args(cluster: ControlPlane, tmp_path: Path, api_name: str) -> list
         path.write_text(text)
         name = ["--scheduler-name=gpushare-scheduler"] if secondary else []
         return [f"--policy-config-file={path}", *name, "--leader-elect=false", f"--kubeconfig={cluster.kubeconfig}"]
-    document = yaml.safe_load(text)
-    document["clientConnection"] = {"kubeconfig": str(cluster.kubeconfig)}
-    document["leaderElection"]["leaderElect"] = False
     path = tmp_path / f"config-{api_name}.yaml"
-    path.write_text(yaml.safe_dump(document))
+    path.write_text(yaml.safe_dump(cluster.outside_a_pod(yaml.safe_load(text))))
     return [f"--config={path}"]
 
 

@@ -155,7 +155,9 @@ def scheduler(cluster: ControlPlane, tmp_path: Path) -> Any:
     port = free_port()
     standin = StandIn(cluster.kubeconfig)
     server = standin.serve(port)
-    process, _ = cluster.start_scheduler(rendered_scheduler(cluster, tmp_path, port), name="gpushare-scheduler")
+    process, sport = cluster.start_scheduler(rendered_scheduler(cluster, tmp_path, port), name="gpushare-scheduler")
+    # on a loaded machine start-up can take long; the probe below then waits for synced caches
+    cluster.wait_http(process, f"https://127.0.0.1:{sport}/healthz", cert=False, timeout=180)
     core = api(cluster.kubeconfig)
     apps = client.AppsV1Api(core.api_client)
     try:
@@ -164,7 +166,7 @@ def scheduler(cluster: ControlPlane, tmp_path: Path) -> Any:
         (probe,) = _pods(1)
         probe["metadata"]["name"] = "probe"
         core.create_namespaced_pod("default", probe)
-        assert outcome(core, "probe", process.log, timeout=60) is None
+        assert outcome(core, "probe", process.log, timeout=120) is None
         core.delete_namespaced_pod("probe", "default", grace_period_seconds=0)
         yield core, apps, process.log
     finally:

@@ -29,11 +29,8 @@ def rendered_scheduler(cluster: ControlPlane, tmp_path: Path, port: int) -> list
     objects = render(settings, format="manifests").objects
     config_map = next(o for o in objects if o["kind"] == "ConfigMap")
     ((name, text),) = config_map["data"].items()
-    document = yaml.safe_load(text)
-    document["clientConnection"] = {"kubeconfig": str(cluster.kubeconfig)}  # outside a pod
-    document["leaderElection"]["leaderElect"] = False  # one scheduler, no Lease to wait for
     path = tmp_path / name
-    path.write_text(yaml.safe_dump(document))
+    path.write_text(yaml.safe_dump(cluster.outside_a_pod(yaml.safe_load(text))))
     return [f"--config={path}"]
 
 
@@ -83,7 +80,9 @@ def test_rendered_config_binds_through_the_extender(cluster: ControlPlane, tmp_p
     standin = StandIn(cluster.kubeconfig)
     server = standin.serve(port)
     try:
-        process, _ = cluster.start_scheduler(rendered_scheduler(cluster, tmp_path, port), name="gpushare-scheduler")
+        process, sport = cluster.start_scheduler(rendered_scheduler(cluster, tmp_path, port), name="gpushare-scheduler")
+        # on a loaded machine start-up can take long: wait for it before timing the binds
+        cluster.wait_http(process, f"https://127.0.0.1:{sport}/healthz", cert=False, timeout=180)
         core.create_namespaced_pod("default", gpu_pod("first", 5))
         first = wait_bound(core, "first", process.log, standin.errors)
         core.create_namespaced_pod("default", gpu_pod("second", 2))
