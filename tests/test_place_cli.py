@@ -198,7 +198,7 @@ def test_fragmentation_counts_partly_used_gpus_only(tmp_path: Path, capsys: pyte
         capsys, "place", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "pods.yaml"), "-o", "json"
     )
     report = json.loads(out)
-    assert [p["name"] for p in report["pending"]] == ["b"]
+    assert code == 0 and [p["name"] for p in report["pending"]] == ["b"]
     assert report["summary"]["fragmentation"] == 3  # big's 3 left; small's untouched 4 is not counted
 
 

@@ -54,6 +54,8 @@ def node(
     }
 
 
+#: A device plugin image other than the open-source one, as 128MiB units on ACK need (GS119).
+ACK_PLUGIN = {"image": {"repository": "registry.example.com/acs/ack-gpushare-device-plugin", "tag": "v1"}}
 COMPUTE = {**SETTINGS, "isolation": ["core_mem"], "computeAllocation": True, "region": "cn-beijing"}
 #: rule ID -> (objects, context flags) that must raise it
 CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
@@ -75,9 +77,14 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
         {},
     ),
     "GS111": ([{**SETTINGS, "scheduler": {"configApi": "v1"}}], {}),
-    "GS112": ([{**SETTINGS, "gpuMemoryUnit": "128MiB", "isolation": ["cgpu"]}], {}),
-    "GS113": ([{**SETTINGS, "gpuMemoryUnit": "128MiB"}], {}),
+    "GS112": ([{**SETTINGS, "gpuMemoryUnit": "128MiB", "isolation": ["cgpu"], "devicePlugin": ACK_PLUGIN}], {}),
+    "GS113": ([{**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": ACK_PLUGIN}], {}),
     "GS114": ([{**SETTINGS, "scheduler": {"mode": "control-plane"}}], {}),
+    "GS116": ([{**COMPUTE, "cgpu": {"policy": 5}}], {}),
+    "GS117": ([{**COMPUTE, "cgpu": {"policy": 0}}], {}),
+    "GS118": ([{**SETTINGS, "gpuMemoryUnit": "128MiB", "isolation": ["core_mem"], "devicePlugin": ACK_PLUGIN}], {}),
+    "GS119": ([{**SETTINGS, "gpuMemoryUnit": "128MiB"}], {}),
+    "GS120": ([{**SETTINGS, "isolation": ["cgpu"], "scheduler": {"mode": "secondary"}}], {}),
     "GS115": (
         [{**SETTINGS, "profile": "open-source", "kubernetesVersion": "1.22", "scheduler": {"configApi": "policy"}}],
         {},
@@ -196,6 +203,45 @@ def test_cgpu_driver_table(cgpu: str, driver: str, ok: bool) -> None:
     assert ("GC408" not in fired([], {"cgpu_version": cgpu, "driver_version": driver})) == ok
 
 
+@pytest.mark.parametrize(
+    ("release", "floor", "faq"),
+    [
+        ("1.0.5", True, False),
+        ("1.5.7", True, False),
+        ("1.5.8", False, True),
+        ("1.5.9", False, True),
+        ("1.5.10", False, False),
+        ("1.5.20", False, False),
+    ],
+)
+def test_cgpu_release_floor_and_faq_advice(release: str, floor: bool, faq: bool) -> None:
+    """The document's floor (>= 1.5.8) is an error; the FAQ's newer advice (>= 1.5.10) a warning above it."""
+    found = fired([], {"cgpu_version": release})
+    assert ("GC406" in found, "GC407" in found) == (floor, faq)
+
+
+def test_driver_table_is_a_warning_beside_the_floor() -> None:
+    """Outside the FAQ's row: a warning; below the seed's 418.87.01: the error."""
+    findings = validate([], ClusterFacts(cgpu_version="1.5.2", driver_version="535.54.03")).findings
+    (table,) = [f for f in findings if f.rule.id == "GC408"]
+    assert table.rule.id == "GC408" and table.rule.severity == "warning"
+    floor = {f.rule.id: f.rule.severity for f in validate([], ClusterFacts(driver_version="410.104")).findings}
+    assert floor == {"GC409": "error"}
+
+
+def test_128mib_on_ack_needs_acks_plugin_also_in_the_chart(tmp_path: Path) -> None:
+    """GS119 in render, and the same refusal from helm when a chart user sets the unit at install time."""
+    with pytest.raises(InputError, match="GS119"):
+        render({**SETTINGS, "gpuMemoryUnit": "128MiB"})
+    rendered = render({**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": ACK_PLUGIN}, format="manifests")
+    (plugin,) = [o for o in rendered.objects if o["kind"] == "DaemonSet"]
+    assert "--memory-unit=128MiB" in plugin["spec"]["template"]["spec"]["containers"][0]["command"]
+    chart = tmp_path / "chart"
+    render(SETTINGS, format="chart", output=chart)
+    helpers = (chart / "templates" / "_helpers.tpl").read_text()
+    assert 'eq .Values.gpuMemoryUnit "128MiB"' in helpers and "[GS119]" in helpers
+
+
 def test_render_refuses_with_the_same_id_and_message() -> None:
     doc = {**SETTINGS, "profile": "open-source", "gpuMemoryUnit": "128MiB"}
     with pytest.raises(InputError) as exc:
@@ -214,7 +260,7 @@ def test_cli_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixtur
     clean = tmp_path / "clean.yaml"
     clean.write_text(yaml.safe_dump(pod()))
     warn = tmp_path / "warn.yaml"
-    warn.write_text(yaml.safe_dump({**SETTINGS, "gpuMemoryUnit": "128MiB"}))
+    warn.write_text(yaml.safe_dump({**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": ACK_PLUGIN}))
     bad = tmp_path / "deploy"
     bad.mkdir()
     (bad / "a.yaml").write_text(yaml.safe_dump(pod({"aliyun.com/gpu-mem": -1})) + "---\n" + yaml.safe_dump(pod()))

@@ -36,7 +36,7 @@ CASES = {
         "region": "cn-beijing",
         "kubernetesVersion": "1.26",
     },
-    "ack-secondary-cgpu": {"isolation": ["cgpu"], "kubernetesVersion": "1.20", "scheduler": {"mode": "secondary"}},
+    "ack-secondary": {"kubernetesVersion": "1.20", "scheduler": {"mode": "secondary"}},
 }
 
 

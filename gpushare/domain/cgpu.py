@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gpushare.domain.versionstr import numbers
+
 #: Pods one GPU holds on a `cgpu` node (seed 000: the isolation module still caps a GPU at 16).
 MAX_PODS_PER_GPU = 16
 
@@ -35,7 +37,22 @@ DRIVERS: tuple[tuple[str, str, tuple[int, int], dict[int, str]], ...] = (
     ("0.8.13", "1.0.3", (460, 470), {470: "470.161.03"}),
 )
 
-#: Scheduling policies written to /proc/cgpu_km/<gpu>/policy.
+#: The floor the cGPU document sets with its driver floor: 1.5.7 can deadlock the kernel, 1.5.8 fixes it (seed 004).
+MIN_RELEASE = "1.5.8"
+
+
+def driver_range(release: str) -> str | None:
+    """The NVIDIA drivers ACK's cGPU FAQ lists for a cGPU release, in words; None when the FAQ has no row for it."""
+    for low, high, (first, last), caps in DRIVERS:
+        if numbers(low) <= numbers(release) <= numbers(high):
+            capped = "; ".join(f"{series} up to {newest}" for series, newest in caps.items())
+            series = f"series {first}-{last}" if first else f"series up to {last}"
+            return series + (f" ({capped})" if capped else "")
+    return None
+
+
+#: Scheduling policies written to /proc/cgpu_km/<gpu>/policy. The policy is per GPU (`echo 2 >
+#: /proc/cgpu_km/0/policy`); the installer writes one default to every GPU of the node.
 POLICIES: dict[int, str] = {
     0: "average",
     1: "preemptive",
@@ -44,3 +61,7 @@ POLICIES: dict[int, str] = {
     4: "weak",
     5: "native (memory isolation only)",
 }
+#: Policies that isolate compute. 0 (average) gives every container 1/max_inst of the GPU whatever its
+#: gpu-core.percentage, so a fixed percentage is not what the container gets; 5 does not isolate compute at all.
+COMPUTE_POLICIES: tuple[int, ...] = (1, 2, 3, 4)
+AVERAGE, NATIVE = 0, 5

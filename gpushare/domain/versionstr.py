@@ -6,8 +6,9 @@ import re
 
 
 def numbers(text: str) -> tuple[int, ...]:
-    """`v1.26.3-aliyun-4.1-a520c096` -> (1, 26, 3, 4, 1); `470.161.03` -> (470, 161, 3). Hex build ids are dropped."""
-    base, _, suffix = text.strip().lstrip("vV").partition("-")
+    """`v1.26.3-aliyun-4.1-a520c096` -> (1, 26, 3, 4, 1); `470.161.03` -> (470, 161, 3). Hex build ids and
+    SemVer build metadata (`1.2.0+gpushare.0.2.0`) are dropped."""
+    base, _, suffix = text.strip().lstrip("vV").partition("+")[0].partition("-")
     head = tuple(int(n) for n in re.findall(r"\d+", base))
     match = re.search(r"(?:ack|aliyun)-([\d.]+)", suffix)
     return head + (tuple(int(n) for n in match.group(1).split(".") if n) if match else ())

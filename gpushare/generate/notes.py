@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import jinja2
 
-from gpushare.domain import labels
+from gpushare.domain import cgpu, labels
 from gpushare.domain.profiles import MIB_PER_UNIT
+from gpushare.domain.versionstr import valid
 from gpushare.settings.model import InstallerSettings
 
 # Jinja with [[ ]] delimiters, so Helm's {{ }} can pass through into NOTES.txt untouched.
@@ -29,13 +30,23 @@ _TEXT = _ENV.from_string(
 1. Label the GPU nodes that share GPUs:
 [% if profile == 'open-source' %]
      kubectl label node <node> [[ os_label ]]
+   Every such node runs the NVIDIA container runtime as its default runtime ("default-runtime": "nvidia" in
+   /etc/docker/daemon.json, or default_runtime_name = "nvidia" in containerd's config): pods asking for
+   [[ gpu_mem ]] carry no nvidia.com/gpu, so without it they see no GPU. `gpushare preflight` lists each
+   node's runtime.
 [% else %]
-[% for m in isolation %]
-     kubectl label node <node> [[ schedule_label ]]=[[ m ]][% if m == 'core_mem' %]   # only through a labelled node pool: kubectl label cannot add core_mem to an existing node[% endif %]
-
+[% for m in isolation if m != 'core_mem' %]
+     kubectl label node <node> [[ schedule_label ]]=[[ m ]]
 [% endfor %]
+[% if 'core_mem' in isolation %]
+   core_mem (compute isolation) cannot be added to an existing node with kubectl label: create a node pool
+   whose node label is [[ schedule_label ]]=core_mem and add the nodes through it (remove a node from the
+   cluster and re-add it through that node pool).
+[% endif %]
+[% if mode == 'managed' %]
    GPU choice per node: binpack (the default) fills one GPU before the next;
      kubectl label node <node> [[ placement_label ]]=spread   # spreads pods over the node's GPUs
+[% endif %]
 [% endif %]
 
 2. A pod asks for a share of one GPU (unit: [[ unit ]]):
@@ -47,8 +58,23 @@ _TEXT = _ENV.from_string(
 [% if compute %]
        [[ gpu_core ]]: 30   # 30% of one GPU's compute; a multiple of 5 in 5..100, core_mem nodes only
 [% endif %]
-[% if profile == 'ack' %]
+[% if profile == 'ack' and mode == 'managed' %]
    Several GPUs on one node: pod label [[ gpu_count ]]: "M" with [[ gpu_mem ]] a multiple of M.
+[% endif %]
+[% if isolated %]
+
+cGPU ([[ isolated|join(', ') ]] nodes): memory isolation makes a container that allocates beyond its share fail
+(CUDA out of memory) instead of hurting its neighbours; memory from cudaMallocManaged (UVM) is not isolated,
+use cudaMalloc. Compute policies are documented for Tesla P4, P100, T4, V100 and A10. The cGPU [[ cgpu_tag ]]
+image needs NVIDIA driver >= [[ min_driver ]][% if driver_range %] (ACK's cGPU FAQ lists [[ driver_range ]] for it)[% endif %].
+Upgrading cGPU is a cold upgrade: the installer DaemonSet updates OnDelete; on each node stop every container
+that uses cGPU, then delete that node's installer pod. A rolling update under running containers is unsafe.
+[% endif %]
+[% if mode != 'managed' %]
+
+The scheduler extender serves filter and bind without authentication on every interface of its pod; the
+NetworkPolicy rendered beside it admits nobody else. On a CNI without NetworkPolicy support every pod can
+call bind: use one that enforces NetworkPolicy.
 [% endif %]
 [% if mode == 'control-plane' %]
 
@@ -106,6 +132,9 @@ def notes(settings: InstallerSettings, requirements: dict[str, str] | None = Non
             example_units=example_units,
             example_meaning=example_meaning,
             requirements=requirements or {},
+            cgpu_tag=settings.cgpu.image.tag,
+            min_driver=cgpu.MIN_DRIVER,
+            driver_range=cgpu.driver_range(settings.cgpu.image.tag) if valid(settings.cgpu.image.tag) else None,
         ).rstrip()
         + "\n"
     )

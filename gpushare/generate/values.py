@@ -14,7 +14,12 @@ from gpushare.settings.model import InstallerSettings
 
 APP = "gpushare"
 CHART_NAME = "ack-ai-installer"
-CHART_VERSION = __version__
+#: The ack-ai-installer release whose behaviour the chart reproduces: memory sharing in 1 GiB or 128 MiB units,
+#: cGPU memory isolation and compute allocation, which ACK documents from chart 1.2.0 (seed 002).
+INSTALLER_BEHAVIOUR = "1.2.0"
+#: SemVer: the installer behaviour reproduced, then, as build metadata, the gpushare release that generated it
+#: (`1.2.0+gpushare.0.1.0`): version checks such as GC402 read 1.2.0, and the generator stays visible.
+CHART_VERSION = f"{INSTALLER_BEHAVIOUR}+gpushare.{__version__}"
 #: Settings fixed when the chart is generated; everything else is a chart value a user may override.
 STRUCTURAL = (
     "apiVersion",
@@ -121,7 +126,7 @@ class ChartValues:
             "app.kubernetes.io/part-of": APP,
             "app.kubernetes.io/version": version.value,
             "app.kubernetes.io/managed-by": "Helm",
-            "helm.sh/chart": f"{CHART_NAME}-{CHART_VERSION}",
+            "helm.sh/chart": f"{CHART_NAME}-{CHART_VERSION}".replace("+", "_"),
         }
         args = _helper_args(component, extra, f"({version.helm})")
         return Expr(f'include "gpushare.labels" {args}', value, yaml=True)

@@ -136,9 +136,12 @@ class CgpuSettings(Component):
         1,
         ge=0,
         le=5,
-        description="cGPU scheduling policy: "
+        description="cGPU scheduling policy the installer writes to every GPU of the node (the policy is per GPU, "
+        "/proc/cgpu_km/<gpu>/policy: this is the node default; a container's ALIYUN_COM_GPU_SCHD_WEIGHT > 1 "
+        "overrides it): "
         + ", ".join(f"{n} {name}" for n, name in cgpu.POLICIES.items())
-        + ". One policy per cluster.",
+        + ". 0 gives every container 1/max_inst of the GPU whatever its gpu-core.percentage; 5 isolates memory "
+        "only. The default, 1, is gpushare's choice: ACK's documents name no default policy.",
     )
 
 
@@ -212,7 +215,7 @@ class InstallerSettings(_Model):
             (
                 "devicePlugin",
                 "device_plugin",
-                {"repository": f"{registry}/k8s-gpushare-plugin", "tag": "v2-1.11-aff8a23"},
+                {"repository": f"{registry}/{OPEN_SOURCE_PLUGIN}", "tag": "v2-1.11-aff8a23"},
             ),
             ("cgpu", "cgpu", {"repository": f"{registry}/cgpu-installer", "tag": "1.5.20"}),
         ):
@@ -242,6 +245,15 @@ class InstallerSettings(_Model):
     def document(self) -> dict[str, Any]:
         """The settings as a complete YAML-ready document (camelCase, every default spelled out)."""
         return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+#: The open-source device plugin's image name (upstream-plugin): it takes `--memory-unit=GiB|MiB` only and falls
+#: back to GiB for anything else, so it cannot serve ACK's 128MiB unit.
+OPEN_SOURCE_PLUGIN = "k8s-gpushare-plugin"
+
+
+def is_open_source_plugin(image: Image) -> bool:
+    return image.repository.rsplit("/", 1)[-1] == OPEN_SOURCE_PLUGIN
 
 
 DEFAULT_RESOURCES: dict[str, dict[str, dict[str, str]]] = {

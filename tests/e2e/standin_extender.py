@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 GPU_MEM = "aliyun.com/gpu-mem"
 GPU_COUNT = "aliyun.com/gpu-count"
@@ -121,7 +122,14 @@ class StandIn:
     def bind(self, args: dict[str, Any]) -> dict[str, Any]:
         namespace, name, node = args["PodNamespace"], args["PodName"], args["Node"]
         self.record("bind", f"{namespace}/{name}")
-        pod = self.plain(self.core.read_namespaced_pod(name, namespace))
+        try:
+            pod = self.plain(self.core.read_namespaced_pod(name, namespace))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            # deleted while kube-scheduler was binding it (a test clearing its scenario): the bind fails, as the
+            # extender's would, and the test has nothing to learn from it
+            return {"Error": f"pod {namespace}/{name} not found"}
         request = pod_request(pod)
         index = self.choose(node, request)
         if index is None:

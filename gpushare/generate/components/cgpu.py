@@ -63,7 +63,9 @@ def objects(ctx: ChartValues) -> list[dict[str, Any]]:
             "metadata": ctx.workload_metadata(ctx.name(NAME), "cgpu-installer"),
             "spec": {
                 "selector": {"matchLabels": ctx.selector("cgpu-installer")},
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+                # cGPU upgrades cold (seed 004): every container using cGPU on the node stops first, so a new
+                # installer pod starts only when its old one is deleted by hand, never under running containers
+                "updateStrategy": {"type": "OnDelete"},
                 "template": pod_template(ctx, "cgpu-installer", spec),
             },
         },

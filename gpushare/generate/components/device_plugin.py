@@ -47,7 +47,7 @@ def daemonset(ctx: ChartValues, mode: str | None, selector: dict[str, str]) -> d
             "gpushare-device-plugin-v2",
             "-logtostderr",
             "--v=5",
-            Expr('print "--memory-unit=" .Values.gpuMemoryUnit', f"--memory-unit={unit.value}"),
+            Expr('include "gpushare.memoryUnitArg" .', f"--memory-unit={unit.value}"),
         ],
         env=[NODE_NAME_ENV],
         # Root only to write the kubelet's device-plugin socket directory; nothing else is granted.

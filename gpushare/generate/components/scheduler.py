@@ -40,6 +40,8 @@ EXTENDER = "gpushare-schd-extender"
 SCHEDULER = "scheduler"
 CONFIG_MAP = "scheduler-config"
 SECURE_PORT = 10259
+#: Seconds a stopping scheduler pod gets before SIGKILL (the extender beside it ignores the first SIGTERM).
+EXTENDER_GRACE_SECONDS = 5
 
 
 def config_text(ctx: ChartValues, text: str | None) -> Expr:
@@ -118,6 +120,9 @@ def secondary_objects(ctx: ChartValues, api: str | None, text: str | None) -> li
         'include "gpushare.schedulerConfig" . | sha256sum', hashlib.sha256((text or "").encode()).hexdigest()
     )
     pod_spec = {
+        # the upstream extender ignores the first SIGTERM (facts section 4): without a short grace period every
+        # rollout of this pod waits the default 30 s for the kill
+        "terminationGracePeriodSeconds": EXTENDER_GRACE_SECONDS,
         "serviceAccountName": account,
         "priorityClassName": "system-cluster-critical",
         "securityContext": {"runAsNonRoot": True, **POD_SECURITY},

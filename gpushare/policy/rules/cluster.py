@@ -65,15 +65,16 @@ def _small_unit(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
 
 
 def _deadlock(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
-    if ctx.cgpu_version and valid(ctx.cgpu_version) and numbers(ctx.cgpu_version) == numbers(cgpu.DEADLOCK):
-        yield "--cgpu-version", ctx.cgpu_version, f">= 1.5.8 ({cgpu.DEADLOCK} can deadlock the kernel)"
+    version = ctx.cgpu_version
+    if version and valid(version) and not at_least(version, cgpu.MIN_RELEASE):
+        yield "--cgpu-version", version, f">= {cgpu.MIN_RELEASE} ({cgpu.DEADLOCK} and earlier can deadlock the kernel)"
 
 
 def _old_cgpu(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    """Above the document's floor but below the FAQ's advice (the floor itself is GC406's)."""
     version = ctx.cgpu_version
-    deadlock = version is not None and valid(version) and numbers(version) == numbers(cgpu.DEADLOCK)
-    if version and valid(version) and not deadlock and not at_least(version, cgpu.RECOMMENDED):
-        yield "--cgpu-version", version, f">= {cgpu.RECOMMENDED} (ACK's FAQ: upgrade releases up to 1.5.7)"
+    if version and valid(version) and at_least(version, cgpu.MIN_RELEASE) and not at_least(version, cgpu.RECOMMENDED):
+        yield "--cgpu-version", version, f">= {cgpu.RECOMMENDED}, which ACK's cGPU FAQ recommends"
 
 
 def _driver_compat(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
@@ -166,7 +167,7 @@ RULES: tuple[Rule, ...] = (
         "GC406",
         "error",
         "cluster",
-        "cGPU 1.5.7 can deadlock the kernel",
+        "cGPU must be >= 1.5.8 (1.5.7 and earlier can deadlock the kernel)",
         "Install cGPU >= 1.5.8.",
         sources.section(sources.CGPU, "Prerequisites"),
         _deadlock,
@@ -175,17 +176,17 @@ RULES: tuple[Rule, ...] = (
         "GC407",
         "warning",
         "cluster",
-        "cGPU before 1.5.10: ACK's FAQ asks for an upgrade",
+        "cGPU 1.5.8 or 1.5.9: above the documented floor, below the 1.5.10 ACK's cGPU FAQ recommends",
         "Upgrade cGPU to >= 1.5.10.",
         sources.CGPU_FAQ,
         _old_cgpu,
     ),
     Rule(
         "GC408",
-        "error",
+        "warning",
         "cluster",
-        "The NVIDIA driver must be one the cGPU release supports",
-        "Pick a driver from the cGPU compatibility table, or upgrade cGPU.",
+        "The NVIDIA driver is outside the cGPU release's row of ACK's FAQ compatibility table",
+        "Pick a driver from the FAQ's row for the release, or upgrade cGPU (the documented floor is GC409's).",
         sources.CGPU_FAQ,
         _driver_compat,
     ),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpushare.domain import profiles, sources, versions
+from gpushare.domain import cgpu, profiles, sources, versions
 from gpushare.errors import InputError
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
-from gpushare.settings.model import InstallerSettings
+from gpushare.settings.model import InstallerSettings, is_open_source_plugin
 
 
 def _unit(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
@@ -127,6 +127,47 @@ def _control_plane_version(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[
             None,
             "the control plane's version (1.20-1.28 or v1.X.Y): control-plane files are written for one version",
         )
+
+
+def _compute_policy(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    if s.compute_allocation and s.cgpu.policy == cgpu.NATIVE:
+        allowed = ", ".join(str(p) for p in cgpu.COMPUTE_POLICIES)
+        yield "cgpu.policy", s.cgpu.policy, f"a policy that isolates compute ({allowed}): 5 isolates memory only"
+
+
+def _compute_average(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    if s.compute_allocation and s.cgpu.policy == cgpu.AVERAGE:
+        yield (
+            "cgpu.policy",
+            s.cgpu.policy,
+            "3 (fixed) or 2 (weighted): under 0 every container gets 1/max_inst of the GPU, not its percentage",
+        )
+
+
+def _small_unit_core_mem(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    if s.gpu_memory_unit == "128MiB" and "core_mem" in s.isolation:
+        yield "isolation", s.isolation, "share (or cgpu) nodes for 128MiB units: core_mem is not supported"
+
+
+def _small_unit_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    if s.profile == profiles.ACK and s.gpu_memory_unit == "128MiB" and is_open_source_plugin(s.device_plugin.image):
+        yield (
+            "devicePlugin.image.repository",
+            s.device_plugin.image.repository,
+            "ACK's own device plugin image for 128MiB units (--device-plugin-image-repository; the open-source plugin "
+            "knows GiB and MiB only and would report GiB)",
+        )
+
+
+def _ack_without_ack_scheduler(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    if s.profile == profiles.ACK and s.scheduler.mode != profiles.MANAGED:
+        for mode in s.isolated_modes:
+            yield (
+                "isolation",
+                mode,
+                f"share with scheduler.mode {s.scheduler.mode}: the open-source extender it installs knows no "
+                "cGPU pod cap or compute allocation (use scheduler.mode managed on ACK Pro)",
+            )
 
 
 def _loads(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
@@ -280,5 +321,50 @@ RULES: tuple[Rule, ...] = (
         "Pass --kube-version with the version kubeadm runs.",
         sources.GPUSHARE_CONTROL_PLANE,
         _control_plane_version,
+    ),
+    Rule(
+        "GS116",
+        "error",
+        "settings",
+        "Compute allocation needs a cGPU policy that isolates compute (not 5)",
+        "Set cgpu.policy to 3 (fixed) for fixed percentages, or 1, 2 or 4.",
+        sources.section(sources.CGPU, "cGPU compute scheduling examples"),
+        _compute_policy,
+    ),
+    Rule(
+        "GS117",
+        "warning",
+        "settings",
+        "cGPU policy 0 gives every container the same share, not its gpu-core.percentage",
+        "Use cgpu.policy 3 (fixed) for the percentages pods ask for.",
+        sources.section(sources.CGPU, "cGPU compute scheduling examples"),
+        _compute_average,
+    ),
+    Rule(
+        "GS118",
+        "error",
+        "settings",
+        "128MiB units are not supported on core_mem nodes",
+        "Serve share nodes (documented) or cgpu nodes (16 pods per GPU) with 128MiB units.",
+        sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
+        _small_unit_core_mem,
+    ),
+    Rule(
+        "GS119",
+        "error",
+        "settings",
+        "128MiB units on ACK need ACK's device plugin image",
+        "Set devicePlugin.image to the plugin ack-ai-installer runs, or use 1GiB units.",
+        sources.section(sources.DEVICE_PLUGIN, "cmd/nvidia/main.go (--memory-unit GiB|MiB)"),
+        _small_unit_plugin,
+    ),
+    Rule(
+        "GS120",
+        "error",
+        "settings",
+        "cgpu and core_mem need ACK's scheduler: the open-source extender does not serve them",
+        "Use scheduler.mode managed on ACK Pro, or serve share nodes only.",
+        sources.section(sources.EXTENDER, "no cGPU cap, multi-GPU or compute allocation"),
+        _ack_without_ack_scheduler,
     ),
 )

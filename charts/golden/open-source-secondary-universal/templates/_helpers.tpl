@@ -53,6 +53,14 @@ helm.sh/chart: {{ include "gpushare.chart" .root }}
 {{- include "gpushare.image" (dict "repository" $image.repository "tag" $tag "digest" $image.digest) -}}
 {{- end -}}
 
+{{/* The device plugin's --memory-unit: 128MiB needs ACK's own plugin image (gpushare rule GS119). */}}
+{{- define "gpushare.memoryUnitArg" -}}
+{{- if and (eq .Values.gpuMemoryUnit "128MiB") (eq (base .Values.devicePlugin.image.repository) "k8s-gpushare-plugin") -}}
+{{- fail "gpuMemoryUnit 128MiB needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin knows GiB and MiB only and would report GiB [GS119]" -}}
+{{- end -}}
+--memory-unit={{ .Values.gpuMemoryUnit }}
+{{- end -}}
+
 {{/* The kube-scheduler configuration API for the cluster's minor. */}}
 {{- define "gpushare.schedulerConfigApi" -}}
 {{- $minor := include "gpushare.kubeMinor" . | int -}}
