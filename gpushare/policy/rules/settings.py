@@ -355,7 +355,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "128MiB units on ACK need ACK's device plugin image",
         "Set devicePlugin.image to the plugin ack-ai-installer runs, or use 1GiB units.",
-        sources.section(sources.DEVICE_PLUGIN, "cmd/nvidia/main.go (--memory-unit GiB|MiB)"),
+        sources.section(sources.DEVICE_PLUGIN, "cmd/nvidia/main.go (--memory-unit: GiB or MiB)"),
         _small_unit_plugin,
     ),
     Rule(
