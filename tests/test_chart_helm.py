@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from gpushare import render
 from gpushare.domain.versions import MINORS, POLICY_SCHEDULER_NAME_UNTIL, parse_kube_version, served_apis
 from gpushare.errors import InputError
-from gpushare.generate.matrix import combos
+from gpushare.generate.matrix import EXAMPLE_ACK_PLUGIN, combos
 from gpushare.settings.model import load_settings
 
 SCHEDULER_SCHEMAS = {
@@ -180,3 +180,18 @@ def test_chart_refuses_a_cluster_outside_its_minor(helm: Path, tmp_path: Path) -
         [str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.25.0"], capture_output=True, text=True
     )
     assert result.returncode != 0 and "kubeVersion" in result.stderr
+
+
+def test_chart_refuses_128mib_with_the_open_source_plugin(helm: Path, tmp_path: Path) -> None:
+    """GS119 at install time: a chart user who sets 128MiB must also name ACK's plugin image."""
+    render({"kubernetesVersion": "1.26"}, format="chart", output=tmp_path / "c")
+    command = [str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.26", "--set"]
+    refused = subprocess.run([*command, "gpuMemoryUnit=128MiB"], capture_output=True, text=True)
+    assert refused.returncode != 0 and "[GS119]" in refused.stderr
+    accepted = subprocess.run(
+        [*command, f"gpuMemoryUnit=128MiB,devicePlugin.image.repository={EXAMPLE_ACK_PLUGIN}"],
+        capture_output=True,
+        text=True,
+    )
+    assert accepted.returncode == 0, accepted.stderr
+    assert "--memory-unit=128MiB" in accepted.stdout

@@ -15,6 +15,9 @@ from gpushare.errors import InputError
 from gpushare.policy.validate import enforce
 from gpushare.settings.model import load_settings
 
+#: Stands for ACK's own device plugin image, which 128MiB units on ACK need (GS119) and which is not public.
+EXAMPLE_ACK_PLUGIN = "registry.example.com/acs/ack-gpushare-device-plugin"
+
 
 def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict[str, Any]]:
     """Settings documents: each minor (or the given versions) x profile x isolation x unit x scheduler mode."""
@@ -37,6 +40,8 @@ def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict
                             document["kubernetesVersion"] = version
                         if "core_mem" in isolation:
                             document["region"] = profiles.COMPUTE_REGIONS[0]
+                        if profile.name == profiles.ACK and unit == "128MiB":
+                            document["devicePlugin"] = {"image": {"repository": EXAMPLE_ACK_PLUGIN, "tag": "v1"}}
                         try:
                             settings = load_settings(document)
                         except InputError:

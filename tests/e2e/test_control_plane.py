@@ -12,13 +12,13 @@ from cluster import ControlPlane, tail
 from kube import api
 from toolchain import HELM, need_tool
 
-import gpushare
 from gpushare import render
 from gpushare.domain.versions import CONFIG_APIS, CONFIG_GROUP, POLICY, POLICY_SCHEDULER_NAME_UNTIL, served_apis
 from gpushare.errors import InputError
 from gpushare.generate import schedconfig
+from gpushare.generate.matrix import EXAMPLE_ACK_PLUGIN
 from gpushare.generate.template import text_of
-from gpushare.generate.values import ChartValues
+from gpushare.generate.values import CHART_VERSION, ChartValues
 from gpushare.settings.model import load_settings
 
 pytestmark = pytest.mark.e2e
@@ -34,10 +34,20 @@ def helm(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
     "doc",
     [
         {"profile": "open-source"},
-        {"profile": "ack", "isolation": ["share", "cgpu"], "scheduler": {"mode": "secondary"}},
-        {"profile": "ack", "isolation": ["share", "core_mem"], "computeAllocation": True, "region": "cn-beijing"},
+        {
+            "profile": "ack",
+            "gpuMemoryUnit": "128MiB",
+            "devicePlugin": {"image": {"repository": EXAMPLE_ACK_PLUGIN}},
+            "scheduler": {"mode": "secondary"},
+        },
+        {
+            "profile": "ack",
+            "isolation": ["share", "cgpu", "core_mem"],
+            "computeAllocation": True,
+            "region": "cn-beijing",
+        },
     ],
-    ids=["open-source", "ack-secondary-cgpu", "ack-managed-compute"],
+    ids=["open-source", "ack-secondary-128mib", "ack-managed-compute"],
 )
 def test_helm_install_every_object_accepted(cluster: ControlPlane, tmp_path: Path, doc: dict) -> None:
     for version in (f"1.{cluster.minor}", None):  # the chart for this minor, then the universal chart
@@ -65,7 +75,7 @@ def test_helm_install_every_object_accepted(cluster: ControlPlane, tmp_path: Pat
             assert f"apiVersion: kubescheduler.config.k8s.io/{served_apis(cluster.minor)[-1]}\n" in text
         releases = json.loads(helm("list", "-n", "kube-system", "-o", "json", kubeconfig=cluster.kubeconfig).stdout)
         assert [(r["name"], r["status"], r["chart"]) for r in releases] == [
-            ("gpushare", "deployed", f"ack-ai-installer-{gpushare.__version__}")
+            ("gpushare", "deployed", f"ack-ai-installer-{CHART_VERSION}")
         ]
         result = helm("uninstall", "gpushare", "-n", "kube-system", "--wait", kubeconfig=cluster.kubeconfig)
         assert result.returncode == 0, result.stderr
