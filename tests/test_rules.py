@@ -56,6 +56,7 @@ def node(
 
 #: A device plugin image other than the open-source one, as 128MiB units on ACK need (GS119).
 ACK_PLUGIN = {"image": {"repository": "registry.example.com/acs/ack-gpushare-device-plugin", "tag": "v1"}}
+MEM_DEV_4 = {"name": "ALIYUN_COM_GPU_MEM_DEV", "value": "4"}
 COMPUTE = {**SETTINGS, "isolation": ["core_mem"], "computeAllocation": True, "region": "cn-beijing"}
 #: rule ID -> (objects, context flags) that must raise it
 CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
@@ -117,6 +118,8 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GW209": ([pod(nodeSelector={"ack.node.gpu.schedule": "shared"})], {}),
     "GW210": ([pod(env=[{"name": "ALIYUN_COM_GPU_SCHD_WEIGHT", "value": "0"}])], {}),
     "GW211": ([pod(env=[{"name": "ALIYUN_COM_GPU_MEM_CONTAINER", "value": "0"}])], {}),
+    "GW212": ([pod(env=[{"name": "ALIYUN_COM_GPU_MEM_CONTAINER", "value": "8"}, MEM_DEV_4])], {}),
+    "GW213": ([pod(env=[{"name": "ALIYUN_COM_GPU_SCHD_WEIGHT", "value": "3"}])], {}),
     "GN301": ([node(gpus="two")], {}),  # type: ignore[arg-type]
     "GN302": ([node(mode="mem")], {}),
     "GN303": ([node(mode="core_mem", core=100)], {}),
@@ -201,6 +204,25 @@ def test_clean_inputs_give_no_findings() -> None:
 )
 def test_cgpu_driver_table(cgpu: str, driver: str, ok: bool) -> None:
     assert ("GC408" not in fired([], {"cgpu_version": cgpu, "driver_version": driver})) == ok
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ([("ALIYUN_COM_GPU_MEM_CONTAINER", "0")], {"GW211"}),
+        ([("ALIYUN_COM_GPU_MEM_CONTAINER", "0,3")], {"GW211"}),
+        ([("ALIYUN_COM_GPU_MEM_CONTAINER", "1,0,0")], {"GW211"}),
+        ([("ALIYUN_COM_GPU_MEM_CONTAINER", "3,1")], set()),
+        ([("ALIYUN_COM_GPU_MEM_DEV", "15")], {"GW212"}),
+        ([("ALIYUN_COM_GPU_MEM_CONTAINER", "3,16"), ("ALIYUN_COM_GPU_MEM_DEV", "15")], {"GW212"}),
+        ([("ALIYUN_COM_GPU_MEM_CONTAINER", "6"), ("ALIYUN_COM_GPU_MEM_DEV", "15")], set()),
+        ([("ALIYUN_COM_GPU_SCHD_WEIGHT", "1")], set()),
+    ],
+)
+def test_cgpu_memory_env_forms(env: list[tuple[str, str]], expected: set[str]) -> None:
+    """Seed 004's forms: what turns isolation off, CONTAINER above DEV per GPU, DEV without CONTAINER."""
+    found = fired([pod(env=[{"name": n, "value": v} for n, v in env])], {})
+    assert found & {"GW210", "GW211", "GW212", "GW213"} == expected
 
 
 @pytest.mark.parametrize(

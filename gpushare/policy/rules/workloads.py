@@ -90,12 +90,55 @@ def _cgpu_env(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
             yield field, value, "a whole number >= 1 (above 1 selects weighted preemptive scheduling)"
 
 
-def _cgpu_disabled(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+def _cgpu_values(p: Workload) -> dict[str, dict[str, list[int]]]:
+    """Per container, the well-formed cGPU memory lists it sets (GW210 reports the others)."""
+    found: dict[str, dict[str, list[int]]] = {}
     for container, name, value in p.env:
-        if name == "ALIYUN_COM_GPU_MEM_CONTAINER" and value is not None and _MEM_LIST.match(str(value).strip()):
-            numbers = [int(v) for v in str(value).split(",")]
-            if all(v == 0 for v in numbers) or (len(numbers) > 1 and numbers[0] == 1 and not any(numbers[1:])):
-                yield f"containers[{container}].env.{name}", value, "a memory size: this value turns cGPU isolation off"
+        cgpu_memory = name in ("ALIYUN_COM_GPU_MEM_CONTAINER", "ALIYUN_COM_GPU_MEM_DEV")
+        if cgpu_memory and value is not None and _MEM_LIST.match(str(value).strip()):
+            found.setdefault(container, {})[name] = [int(v) for v in str(value).strip().split(",")]
+    return found
+
+
+def _cgpu_disabled(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+    """Seed 004: `0`, a list whose first value is 0, or `1,0,...,0` leave the container without isolation."""
+    for container, values in _cgpu_values(p).items():
+        numbers = values.get("ALIYUN_COM_GPU_MEM_CONTAINER")
+        if numbers and (numbers[0] == 0 or (len(numbers) > 1 and numbers[0] == 1 and not any(numbers[1:]))):
+            value = ",".join(map(str, numbers))
+            field = f"containers[{container}].env.ALIYUN_COM_GPU_MEM_CONTAINER"
+            yield field, value, "a memory size: this value turns cGPU isolation off"
+
+
+def _cgpu_above_device(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+    """CONTAINER above DEV on some GPU (each list's last value repeats), or DEV without CONTAINER (isolation off)."""
+    for container, values in _cgpu_values(p).items():
+        visible, device = values.get("ALIYUN_COM_GPU_MEM_CONTAINER"), values.get("ALIYUN_COM_GPU_MEM_DEV")
+        if device and not visible:
+            yield (
+                f"containers[{container}].env.ALIYUN_COM_GPU_MEM_CONTAINER",
+                None,
+                ("set with ALIYUN_COM_GPU_MEM_DEV: without it cGPU isolation is off"),
+            )
+        elif visible and device:
+            width = max(len(visible), len(device))
+            per_gpu = [(visible[min(i, len(visible) - 1)], device[min(i, len(device) - 1)]) for i in range(width)]
+            if any(v > d for v, d in per_gpu):
+                yield (
+                    f"containers[{container}].env.ALIYUN_COM_GPU_MEM_CONTAINER",
+                    ",".join(map(str, visible)),
+                    (f"at most ALIYUN_COM_GPU_MEM_DEV ({','.join(map(str, device))}) on every GPU"),
+                )
+
+
+def _cgpu_weight(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+    for container, name, value in p.env:
+        if name == "ALIYUN_COM_GPU_SCHD_WEIGHT" and str(value).isdigit() and int(str(value)) > 1:
+            yield (
+                f"containers[{container}].env.{name}",
+                value,
+                ("1, unless this container should override the node's cGPU policy with weighted preemptive scheduling"),
+            )
 
 
 RULES: tuple[Rule, ...] = (
@@ -197,5 +240,23 @@ RULES: tuple[Rule, ...] = (
         "Set the visible memory in GiB, or remove the variable.",
         sources.section(sources.CGPU, "Run the cGPU service"),
         _cgpu_disabled,
+    ),
+    Rule(
+        "GW212",
+        "warning",
+        "workload",
+        "cGPU visible memory above the device's, or the device's without the container's",
+        "Set ALIYUN_COM_GPU_MEM_CONTAINER at most ALIYUN_COM_GPU_MEM_DEV on each GPU, and always with it.",
+        sources.section(sources.CGPU, "Run the cGPU service"),
+        _cgpu_above_device,
+    ),
+    Rule(
+        "GW213",
+        "warning",
+        "workload",
+        "ALIYUN_COM_GPU_SCHD_WEIGHT above 1 overrides the node's cGPU policy",
+        "Leave the weight at 1 unless this container should get weighted preemptive scheduling.",
+        sources.section(sources.CGPU, "cGPU compute scheduling examples"),
+        _cgpu_weight,
     ),
 )
