@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "e2e")]
 
 from cluster import ControlPlane, free_port  # noqa: E402
-from kube import api  # noqa: E402
+from kube import api, create_node, gpu_node  # noqa: E402
 from standin_extender import StandIn  # noqa: E402
 from test_extender_binding import rendered_scheduler  # noqa: E402
 from toolchain import control_plane_tools  # noqa: E402
@@ -39,28 +39,11 @@ SCHEDULER = "gpushare-scheduler"
 
 
 def nodes(count: int) -> list[dict[str, Any]]:
-    result = []
-    for i in range(count):
-        capacity = {
-            "cpu": "64",
-            "memory": "256Gi",
-            "pods": "110",
-            "aliyun.com/gpu-mem": "128",
-            "aliyun.com/gpu-count": "8",
-        }
-        result.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": f"gpu-{i:03d}", "labels": {"kubernetes.io/hostname": f"gpu-{i:03d}"}},
-                "status": {
-                    "capacity": capacity,
-                    "allocatable": capacity,
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "bench"}],
-                },
-            }
-        )
-    return result
+    """Identical nodes of 8 x 16 GiB GPUs, as Node documents with their status."""
+    return [
+        dict(node, **status)
+        for node, status in (gpu_node(f"gpu-{i:03d}", 8, 16, cpu="64", memory="256Gi") for i in range(count))
+    ]
 
 
 def pods(count: int) -> list[dict[str, Any]]:
@@ -98,9 +81,7 @@ def real_rate(minor: int, node_docs: list[dict[str, Any]], pod_docs: list[dict[s
         server = StandIn(plane.kubeconfig).serve(port)
         process, _ = plane.start_scheduler(rendered_scheduler(plane, workdir, port), name=SCHEDULER)
         for node in node_docs:
-            core.create_node({k: v for k, v in node.items() if k != "status"})
-            core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
-            core.patch_node(node["metadata"]["name"], {"spec": {"taints": None}})
+            create_node(core, {k: v for k, v in node.items() if k != "status"}, {"status": node["status"]})
         started = time.monotonic()
         for pod in pod_docs:
             core.create_namespaced_pod("default", pod)

@@ -214,6 +214,7 @@ def test_cgpu_driver_table(cgpu: str, driver: str, ok: bool) -> None:
         ([("ALIYUN_COM_GPU_MEM_CONTAINER", "1,0,0")], {"GW211"}),
         ([("ALIYUN_COM_GPU_MEM_CONTAINER", "3,1")], set()),
         ([("ALIYUN_COM_GPU_MEM_DEV", "15")], {"GW212"}),
+        ([("ALIYUN_COM_GPU_MEM_CONTAINER", "9,x"), ("ALIYUN_COM_GPU_MEM_DEV", "4")], {"GW210"}),
         ([("ALIYUN_COM_GPU_MEM_CONTAINER", "3,16"), ("ALIYUN_COM_GPU_MEM_DEV", "15")], {"GW212"}),
         ([("ALIYUN_COM_GPU_MEM_CONTAINER", "6"), ("ALIYUN_COM_GPU_MEM_DEV", "15")], set()),
         ([("ALIYUN_COM_GPU_SCHD_WEIGHT", "1")], set()),

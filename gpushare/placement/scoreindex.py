@@ -197,11 +197,7 @@ class View:
             self.lack_free.add(node.gpu_mem - node.gpu_mem_used)
 
     def catch_up(self, nodes: Sequence[Node]) -> None:
-        log = self.index.log
-        if self.seen == len(log):
-            return
-        changed = set(log[self.seen :])
-        self.seen = len(log)
+        self.seen, changed = self.index.changed_since(self.seen)
         for node_id in changed:
             if node_id in self.entries or node_id in self.lack_of:
                 self._place(nodes[node_id])
@@ -381,11 +377,7 @@ class Spread:
 
     def catch_up(self, nodes: Sequence[Node]) -> None:
         """After the view: recount the nodes bound to since, and refile those counted."""
-        log = self.index.log
-        if self.seen == len(log):
-            return
-        changed = set(log[self.seen :])
-        self.seen = len(log)
+        self.seen, changed = self.index.changed_since(self.seen)
         for node_id in changed:
             self._recount(nodes[node_id])
             if node_id in self.placed or node_id in self.counts:
@@ -470,6 +462,11 @@ class ScoreIndex:
         self.sequence += 1
         self.sequences[node.id].append(self.sequence)
         self._file(node, pod)
+
+    def changed_since(self, seen: int) -> tuple[int, set[int] | tuple[()]]:
+        """(position in the log now, the nodes bound to since position `seen`)."""
+        log = self.log
+        return len(log), (set(log[seen:]) if seen != len(log) else ())
 
     def bound_before(self, node: Node, sequence: int) -> int:
         """How many pods the node held when the index's sequence stood at `sequence`."""

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from cluster import ControlPlane, free_port, tail
 from differential import Scenario, scenario
-from kube import api
+from kube import api, gpu_node
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from standin_extender import StandIn
@@ -197,26 +197,8 @@ def test_place_agrees_with_the_real_scheduler(cluster: ControlPlane, scheduler: 
 def _identical_nodes(count: int, cpu: str = "8") -> Scenario:
     case = Scenario(seed=-1)
     for i in range(count):
-        capacity = {
-            "cpu": cpu,
-            "memory": "32Gi",
-            "pods": "110",
-            "aliyun.com/gpu-mem": "32",
-            "aliyun.com/gpu-count": "2",
-        }
-        case.nodes.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}},
-                "spec": {},
-                "status": {
-                    "capacity": capacity,
-                    "allocatable": capacity,
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "e2e"}],
-                },
-            }
-        )
+        node, status = gpu_node(f"n{i}", 2, 16, cpu=cpu, memory="32Gi")
+        case.nodes.append({**node, "spec": {}, **status})
     return case
 
 

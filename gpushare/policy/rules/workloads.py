@@ -112,13 +112,14 @@ def _cgpu_disabled(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
 
 def _cgpu_above_device(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     """CONTAINER above DEV on some GPU (each list's last value repeats), or DEV without CONTAINER (isolation off)."""
+    named = {(container, name) for container, name, _ in p.env}
     for container, values in _cgpu_values(p).items():
         visible, device = values.get("ALIYUN_COM_GPU_MEM_CONTAINER"), values.get("ALIYUN_COM_GPU_MEM_DEV")
-        if device and not visible:
+        if device and (container, "ALIYUN_COM_GPU_MEM_CONTAINER") not in named:  # a malformed one is GW210's
             yield (
-                f"containers[{container}].env.ALIYUN_COM_GPU_MEM_CONTAINER",
-                None,
-                ("set with ALIYUN_COM_GPU_MEM_DEV: without it cGPU isolation is off"),
+                f"containers[{container}].env.ALIYUN_COM_GPU_MEM_DEV",
+                ",".join(map(str, device)),
+                "set together with ALIYUN_COM_GPU_MEM_CONTAINER: alone it leaves cGPU isolation off",
             )
         elif visible and device:
             width = max(len(visible), len(device))
