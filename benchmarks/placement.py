@@ -29,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpushare.domain.kubescheduler import scoring_profile
+from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
 from gpushare.kube.documents import Source
 from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
@@ -92,6 +93,11 @@ def _size(rng: random.Random, ack: bool) -> tuple[dict[str, Any], dict[str, str]
     return limits, labels
 
 
+def _scheduler(ack: bool) -> dict[str, str]:
+    """Upstream's pods opt in to the secondary scheduler gpushare renders; ACK's managed one is the default."""
+    return {} if ack else {"schedulerName": SECONDARY_SCHEDULER_NAME}
+
+
 def deployments(pods: int, ack: bool, seed: int = 11) -> list[Source]:
     rng = random.Random(seed)
     result = []
@@ -103,13 +109,14 @@ def deployments(pods: int, ack: bool, seed: int = 11) -> list[Source]:
         template = {
             "metadata": {"labels": labels},
             "spec": {
+                **_scheduler(ack),
                 "containers": [
                     {
                         "name": "main",
                         "image": "example.com/infer:v1",
                         "resources": {"limits": limits, "requests": {"cpu": "1", "memory": "4Gi"}},
                     }
-                ]
+                ],
             },
         }
         deploy = {
@@ -137,13 +144,14 @@ def bare_pods(pods: int, ack: bool, seed: int = 13) -> list[Source]:
             "kind": "Pod",
             "metadata": {"name": f"job-{i}", "namespace": "batch", "labels": labels},
             "spec": {
+                **_scheduler(ack),
                 "containers": [
                     {
                         "name": "main",
                         "image": "example.com/train:v2",
                         "resources": {"limits": limits, "requests": {"cpu": cpu, "memory": memory}},
                     }
-                ]
+                ],
             },
         }
         result.append(Source(pod, "bench"))

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpushare import __version__
-from gpushare.domain import cgpu, kinds
+from gpushare.domain import cgpu, kinds, profiles
 from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.versions import CONFIG_APIS, MINORS
@@ -116,6 +116,12 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
     )
     p.add_argument("-o", "--output", choices=("table", "json", "inspect"), default="table", help="output form")
     if workloads:
+        p.add_argument(
+            "--scheduler-name",
+            metavar="NAME",
+            help="spec.schedulerName gpushare serves; GPU pods naming another are reported as not served "
+            f"(default: {profiles.DEFAULT_SCHEDULER_NAME} for ack, {profiles.SECONDARY_SCHEDULER_NAME} for upstream)",
+        )
         p.add_argument("workloads", nargs="*", help="Pods and controllers to place: files, directories, -")
         p.add_argument(
             "--node-order", metavar="FILE", help="replay: 'namespace/name node' per line fixes each pod's node"
@@ -134,21 +140,23 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
         p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
 
 
-FACT_FLAGS = (
-    "region",
-    "kube-version",
-    "scheduler-version",
-    "cgpu-version",
-    "driver-version",
-    "docker-version",
-    "chart-version",
-)
+#: The cluster facts the rules check against, each a flag of validate and preflight.
+FACT_FLAGS: dict[str, str] = {
+    "region": "Alibaba Cloud region (compute allocation is offered in some)",
+    "kube-version": "Kubernetes version of the cluster",
+    "scheduler-version": "kube-scheduler version (ACK: e.g. 1.24.3-ack-2.0)",
+    "cgpu-version": "cGPU version installed on the nodes",
+    "driver-version": "NVIDIA driver version",
+    "docker-version": "Docker version on the GPU nodes",
+    "chart-version": "ack-ai-installer chart version installed",
+    "scheduler-name": "spec.schedulerName gpushare serves (the settings' wins when a settings document is given)",
+}
 
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
     facts = p.add_argument_group("cluster facts (what the rules check against)")
-    for flag in FACT_FLAGS:
-        facts.add_argument(f"--{flag}", metavar="VALUE")
+    for flag, text in FACT_FLAGS.items():
+        facts.add_argument(f"--{flag}", metavar="VALUE", help=text)
     p.add_argument("-o", "--output", choices=("text", "json", "sarif"), default="text", help="output form")
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
 
@@ -242,7 +250,13 @@ def _cmd_place(args: argparse.Namespace) -> int:
         nodes=args.nodes,
         existing=args.existing,
         workloads=getattr(args, "workloads", []),
-        semantics=Semantics(args.semantics, args.placement, unit, args.cgpu_max_pods_per_gpu),
+        semantics=Semantics(
+            args.semantics,
+            args.placement,
+            unit,
+            args.cgpu_max_pods_per_gpu,
+            scheduler_name=getattr(args, "scheduler_name", None),
+        ),
         kube_version=args.kube_version,
         scheduler_config_api=args.scheduler_config_api,
         input_unit=unit,
@@ -290,8 +304,6 @@ def _cmd_preflight(args: argparse.Namespace) -> int:
     document = load_config(args.config)
     facts = read_facts(args.kubeconfig, args.context)
     flags = {k: v for k, v in _facts(args).items() if k != "kube_version"}
-    for note in facts.notes:
-        print(f"gpushare: note: {note}", file=sys.stderr)
     return _print_report(preflight(document, facts, args.config, **flags), args)
 
 

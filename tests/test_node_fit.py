@@ -11,6 +11,11 @@ import pytest
 from gpushare.placement import Semantics, place
 
 
+def served(name: str) -> Semantics:
+    """The pods here name no scheduler: the scheduler gpushare serves is the default one."""
+    return Semantics(name, scheduler_name="default-scheduler")  # type: ignore[arg-type]
+
+
 def node(name: str, gpus: int = 2, per_gpu: int = 8, **extra: str) -> dict[str, Any]:
     capacity = {
         "cpu": "8",
@@ -37,11 +42,11 @@ def pod(name: str, containers: list[dict[str, Any]], init: list[dict[str, Any]] 
 def test_an_init_container_larger_than_the_node_keeps_the_pod_pending(semantics: str) -> None:
     # containers ask 4 units (one GPU of 8 holds them); the init container asks 20: more than the node's 16
     big_init = pod("p", [{"aliyun.com/gpu-mem": "4"}], init=[{"aliyun.com/gpu-mem": "20"}])
-    result = place([node("a")], [big_init], semantics=Semantics(semantics))
+    result = place([node("a")], [big_init], semantics=served(semantics))
     (pending,) = result.pending
     assert pending.reasons == (("Insufficient aliyun.com/gpu-mem", 1),)
     # the same pod without the init container lands, on the first GPU that holds it
-    placed = place([node("a")], [pod("p", [{"aliyun.com/gpu-mem": "4"}])], semantics=Semantics(semantics)).placements
+    placed = place([node("a")], [pod("p", [{"aliyun.com/gpu-mem": "4"}])], semantics=served(semantics)).placements
     assert [(a.name, a.node, a.gpus) for a in placed] == [("p", "a", ((0, 4),))]
 
 
@@ -52,7 +57,7 @@ def test_running_pods_count_their_init_containers_at_node_level(engine: str) -> 
     running = pod("old", [{"aliyun.com/gpu-mem": "2"}], init=[{"aliyun.com/gpu-mem": "12"}], nodeName="a")
     running["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": "0"}
     new = [pod("fits", [{"aliyun.com/gpu-mem": "4"}]), pod("too-big", [{"aliyun.com/gpu-mem": "1"}])]
-    result = place([node("a")], new, existing=[running], semantics=Semantics("upstream"), engine=engine)
+    result = place([node("a")], new, existing=[running], semantics=served("upstream"), engine=engine)
     assert [a.name for a in result.placements] == ["fits"]
     assert result.placements[0].gpus == ((0, 4),)  # best fit: GPU 0 has 6 free, GPU 1 has 8
     assert result.pending[0].reasons == (("Insufficient aliyun.com/gpu-mem", 1),)
@@ -65,7 +70,7 @@ def test_cpu_and_extended_resources_use_the_same_rule(engine: str) -> None:
     init_cpu = pod("init-cpu", [{"cpu": "1"}], init=[{"cpu": "9"}])  # 9 cores at node level: no node has them
     fpga = pod("fpga", [{"cpu": "1", "example.com/fpga": "1"}])  # only node a has an FPGA
     second_fpga = pod("fpga-2", [{"cpu": "1"}], init=[{"example.com/fpga": "1"}])  # the init container wants it
-    result = place(nodes, [init_cpu, fpga, second_fpga], semantics=Semantics("upstream"), engine=engine)
+    result = place(nodes, [init_cpu, fpga, second_fpga], semantics=served("upstream"), engine=engine)
     assert [(a.name, a.node) for a in result.placements] == [("fpga", "a")]
     reasons = {p.name: dict(p.reasons) for p in result.pending}
     assert reasons["init-cpu"] == {"Insufficient cpu": 2}

@@ -39,16 +39,14 @@ def node(name: str, gpus: int, per_gpu: int, mode: str | None = "share", ip: str
     }
 
 
-def pod(name: str, mem: object, core: int | None = None) -> dict:
+def pod(name: str, mem: object, core: int | None = None, scheduler: str | None = None) -> dict:
     limits: dict[str, object] = {"aliyun.com/gpu-mem": mem}
     if core is not None:
         limits["aliyun.com/gpu-core.percentage"] = core
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]},
-    }
+    spec: dict[str, object] = {"containers": [{"name": "c", "resources": {"limits": limits}}]}
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"}, "spec": spec}
 
 
 @pytest.fixture
@@ -121,7 +119,8 @@ def test_json_report(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_upstream_reason_is_the_extenders(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (fleet / "w.yaml").write_text(yaml.safe_dump_all([pod("p", 14), pod("r", 10), pod("r2", 10)]))
+    pods = [pod(name, mem, scheduler="gpushare-scheduler") for name, mem in (("p", 14), ("r", 10), ("r2", 10))]
+    (fleet / "w.yaml").write_text(yaml.safe_dump_all(pods))
     code, out, _ = run(
         capsys,
         "place",
@@ -142,6 +141,45 @@ def test_upstream_reason_is_the_extenders(fleet: Path, capsys: pytest.CaptureFix
     assert report["pending"][0]["message"] == (
         "0/2 nodes are available: 1 Insufficient GPU Memory in one device, 1 Insufficient aliyun.com/gpu-mem."
     )
+
+
+def test_gpu_pods_of_another_scheduler_are_not_served(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Behind a secondary scheduler a GPU pod without its schedulerName bypasses the extender (GW214)."""
+    cpu_only = {**pod("web", 0), "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    docs = [pod("mine", 4, scheduler="gpushare-scheduler"), pod("stray", 4), cpu_only]
+    (fleet / "w.yaml").write_text(yaml.safe_dump_all(docs))
+    args = ["place", "--semantics", "upstream", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "w.yaml")]
+    code, out, _ = run(capsys, *args, "-o", "json")
+    report = json.loads(out)
+    assert code == 0 and not list(REPORT.iter_errors(report))
+    assert report["semantics"]["schedulerName"] == "gpushare-scheduler"
+    assert sorted(p["name"] for p in report["placements"]) == ["mine", "web"]  # a pod without GPUs is placed anyway
+    (stray,) = report["notServed"]
+    assert stray["name"] == "stray" and stray["schedulerName"] == "default-scheduler" and "GW214" in stray["reason"]
+    assert report["summary"]["notServed"] == 1
+    _, text, _ = run(capsys, *args)
+    assert "NOT SERVED BY GPUSHARE (spec.schedulerName is not gpushare-scheduler)" in text
+    assert any(line.startswith("placed 2, pending 0, invalid 0, not served 1;") for line in text.splitlines())
+    # naming the scheduler the pods use serves them; ack's default is the managed default-scheduler
+    _, out, _ = run(capsys, *args, "--scheduler-name", "default-scheduler", "-o", "json")
+    assert sorted(p["name"] for p in json.loads(out)["placements"]) == ["stray", "web"]
+    _, out, _ = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "w.yaml"), "-o", "json")
+    assert [p["name"] for p in json.loads(out)["notServed"]] == ["mine"]
+
+
+def test_128mib_units_are_refused_on_core_mem_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    core = node("c", 1, 16)
+    core["metadata"]["labels"] = {"ack.node.gpu.schedule": "core_mem"}
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(core))
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(pod("p", 4)))
+    args = ["place", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "w.yaml")]
+    code, out, err = run(capsys, *args, "--gpu-memory-unit", "128MiB")
+    assert code == 2 and not out
+    assert err == (
+        "gpushare: error: --gpu-memory-unit: '128MiB' is not allowed; expected 1GiB: 128MiB units are not "
+        "supported on core_mem nodes (c) [GN309]\n"
+    )
+    assert run(capsys, *args)[0] == 0
 
 
 def test_inspect_view(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from placement_strategies import alike_scenario, scenario
 
 from gpushare.domain.kubescheduler import scoring_profile
+from gpushare.domain.labels import SCHEDULE_LABEL
+from gpushare.errors import InputError
 from gpushare.placement import PlacementResult, Semantics, place
 
 # examples per run: the hypothesis profile (tests/conftest.py: dev 100, CI 2,000)
@@ -71,7 +75,17 @@ def check_invariants(result: PlacementResult, before: PlacementResult, semantics
 @given(scenario())
 def test_fast_engine_equals_reference(case: dict[str, Any]) -> None:
     profile = scoring_profile(case["minor"], case["api"])
-    semantics = Semantics(case["semantics"], case["placement"], case["unit"], case["cgpu_cap"], profile)
+    # the pods name no scheduler: every semantics serves default-scheduler here (not-served pods: test_place_cli)
+    semantics = Semantics(
+        case["semantics"], case["placement"], case["unit"], case["cgpu_cap"], profile, "default-scheduler"
+    )
+    labels = [n.get("metadata", {}).get("labels") or {} for n in case["nodes"]]
+    if case["unit"] == "128MiB" and any(node_labels.get(SCHEDULE_LABEL) == "core_mem" for node_labels in labels):
+        for engine in ("fast", "reference"):  # 128MiB units on core_mem nodes: refused (GN309), by both engines
+            with pytest.raises(InputError, match="GN309"):
+                place(case["nodes"], case["pods"], semantics=semantics, engine=engine, input_unit=case["input_unit"])
+        semantics = replace(semantics, gpu_memory_unit="1GiB")
+        case = {**case, "unit": "1GiB", "input_unit": "1GiB"}
     runs = {
         engine: place(
             case["nodes"],
@@ -105,6 +119,11 @@ def test_fast_engine_equals_reference(case: dict[str, Any]) -> None:
 @given(alike_scenario())
 def test_fast_engine_equals_reference_on_alike_nodes(case: dict[str, Any]) -> None:
     """Identical nodes tie often: both engines report the same ties and break them the same way."""
-    semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(case["minor"], case["api"]))
+    semantics = Semantics(
+        "upstream",
+        gpu_memory_unit="GiB",
+        scheduler=scoring_profile(case["minor"], case["api"]),
+        scheduler_name="default-scheduler",
+    )
     fast, ref = (place(case["nodes"], case["pods"], semantics=semantics, engine=e) for e in ("fast", "reference"))
     assert snapshot(fast) == snapshot(ref)  # pending reasons included, counted from the indexes (no explain)

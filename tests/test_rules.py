@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 from gpushare import render
 from gpushare.cli import main
 from gpushare.errors import InputError
+from gpushare.kube.installed import UnitReading
 from gpushare.policy.engine import ClusterFacts
 from gpushare.policy.rules import RULES
 from gpushare.policy.validate import validate
@@ -57,6 +58,8 @@ def node(
 #: A device plugin image other than the open-source one, as 128MiB units on ACK need (GS119).
 ACK_PLUGIN = {"image": {"repository": "registry.example.com/acs/ack-gpushare-device-plugin", "tag": "v1"}}
 MEM_DEV_4 = {"name": "ALIYUN_COM_GPU_MEM_DEV", "value": "4"}
+OPEN_SOURCE = {**SETTINGS, "profile": "open-source"}
+SMALL_UNIT = {**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": ACK_PLUGIN}
 COMPUTE = {**SETTINGS, "isolation": ["core_mem"], "computeAllocation": True, "region": "cn-beijing"}
 #: rule ID -> (objects, context flags) that must raise it
 CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
@@ -120,6 +123,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GW211": ([pod(env=[{"name": "ALIYUN_COM_GPU_MEM_CONTAINER", "value": "0"}])], {}),
     "GW212": ([pod(env=[{"name": "ALIYUN_COM_GPU_MEM_CONTAINER", "value": "8"}, MEM_DEV_4])], {}),
     "GW213": ([pod(env=[{"name": "ALIYUN_COM_GPU_SCHD_WEIGHT", "value": "3"}])], {}),
+    "GW214": ([OPEN_SOURCE, pod()], {}),
     "GN301": ([node(gpus="two")], {}),  # type: ignore[arg-type]
     "GN302": ([node(mode="mem")], {}),
     "GN303": ([node(mode="core_mem", core=100)], {}),
@@ -131,6 +135,8 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GN306": ([node(mode="cgpu", osImage="Windows Server 2019")], {}),
     "GN307": ([node(mode="cgpu", containerRuntimeVersion="docker://18.9.1")], {}),
     "GN308": ([node(mode="core_mem", core=200, labels={"topology.kubernetes.io/region": "eu-west-1"})], {}),
+    "GN309": ([SMALL_UNIT, node(mode="core_mem", core=200)], {}),
+    "GN310": ([OPEN_SOURCE, node(mode=None, containerRuntimeVersion="containerd://1.7")], {}),
     "GC401": ([], {"driver_version": "latest"}),
     "GC402": ([COMPUTE], {"chart_version": "1.1.9"}),
     "GC403": ([COMPUTE], {"kube_version": "1.24.6", "scheduler_version": "1.24.3-ack-1.9"}),
@@ -142,6 +148,8 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GC409": ([], {"driver_version": "410.104"}),
     "GC410": ([], {"docker_version": "18.09.1"}),
     "GC411": ([{**SETTINGS, "gpuMemoryUnit": "128MiB"}], {}),
+    "GC412": ([SMALL_UNIT], {"cluster_created": "2021-06-01T08:00:00Z"}),
+    "GC413": ([COMPUTE], {"cluster_created": "2022-02-28T23:00:00Z"}),
 }
 
 
@@ -156,7 +164,9 @@ def test_every_rule_has_a_case() -> None:
 @pytest.mark.parametrize("rule_id", sorted(CASES))
 def test_rule_fires(rule_id: str) -> None:
     objects, flags = CASES[rule_id]
-    extra = {"current_unit": "1GiB", "gpu_pods": ["ml/a"]} if rule_id == "GC411" else None
+    extra = (
+        {"current_units": [UnitReading("GiB", "DaemonSet x/y")], "gpu_pods": ["ml/a"]} if rule_id == "GC411" else None
+    )
     assert rule_id in fired(objects, flags, extra)
 
 
@@ -224,6 +234,23 @@ def test_cgpu_memory_env_forms(env: list[tuple[str, str]], expected: set[str]) -
     """Seed 004's forms: what turns isolation off, CONTAINER above DEV per GPU, DEV without CONTAINER."""
     found = fired([pod(env=[{"name": n, "value": v} for n, v in env])], {})
     assert found & {"GW210", "GW211", "GW212", "GW213"} == expected
+
+
+@pytest.mark.parametrize(
+    ("objects", "flags", "fires"),
+    [
+        ([OPEN_SOURCE, pod()], {}, True),  # secondary gpushare-scheduler, the pod names none
+        ([OPEN_SOURCE, pod(schedulerName="gpushare-scheduler")], {}, False),
+        ([{**OPEN_SOURCE, "scheduler": {"name": "gpu"}}, pod(schedulerName="gpushare-scheduler")], {}, True),
+        ([{**SETTINGS, "scheduler": {"mode": "managed"}}, pod()], {}, False),  # ACK's managed default-scheduler
+        ([SETTINGS, pod(schedulerName="volcano")], {}, True),
+        ([pod()], {"scheduler_name": "gpushare-scheduler"}, True),  # no settings: the flag (or a live read) says
+        ([pod()], {}, False),  # nobody says which scheduler serves GPUs: not checked
+        ([pod({"cpu": "1"})], {"scheduler_name": "gpushare-scheduler"}, False),  # no GPU asked
+    ],
+)
+def test_gpu_pods_name_the_served_scheduler(objects: list[dict[str, Any]], flags: dict[str, str], fires: bool) -> None:
+    assert ("GW214" in fired(objects, flags)) is fires
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,11 @@ from typing import Final
 ACK: Final = "ack"
 OPEN_SOURCE: Final = "open-source"
 
+#: spec.schedulerName of a pod that names none, and of the scheduler ACK's managed and a kubeadm control plane run.
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+#: spec.schedulerName of the secondary scheduler gpushare renders unless the settings name another.
+SECONDARY_SCHEDULER_NAME: Final = "gpushare-scheduler"
+
 MANAGED = "managed"
 SECONDARY = "secondary"
 CONTROL_PLANE = "control-plane"
@@ -55,6 +60,11 @@ MIN_CHART_COMPUTE = "1.2.0"
 MIN_CGPU_COMPUTE = "1.0.5"
 #: 128 MiB units need ACK Pro at least this version (seed 000).
 MIN_ACK_SMALL_UNIT = "1.18.8"
+
+#: Clusters created before these days need the scheduler restarted for 128MiB units (seed 000), upgraded for
+#: compute allocation (seed 002). The kube-system namespace's creationTimestamp dates a cluster.
+SMALL_UNIT_RESTART_BEFORE = "2021-10-20"
+COMPUTE_UPGRADE_BEFORE = "2022-03-01"
 
 #: Regions where ACK offers compute-power allocation (seed 002).
 COMPUTE_REGIONS: tuple[str, ...] = (

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpushare.domain import labels
+from gpushare.domain import labels, profiles
 from gpushare.domain.labels import Placement
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import InputError
@@ -182,6 +182,7 @@ def to_pod(
         ns_labels=tuple(
             sorted(interpod.namespace_labels(view.namespace, namespaces or {}, semantics.scheduler).items())
         ),
+        scheduler_name=str(spec.get("schedulerName") or profiles.DEFAULT_SCHEDULER_NAME),
         owner=(controller[1], controller[3])
         if controller and controller[1] in ("ReplicationController", "ReplicaSet")
         else None,

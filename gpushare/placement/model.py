@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from gpushare.domain import cgpu
+from gpushare.domain import cgpu, profiles
 from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
 from gpushare.domain.labels import Placement
 from gpushare.domain.versions import MINORS
@@ -32,6 +32,15 @@ class Semantics:
     cgpu_max_pods_per_gpu: int = cgpu.MAX_PODS_PER_GPU
     #: The kube-scheduler modelled: its minor and configuration API (upstream's node scoring, the filters' words).
     scheduler: ScoringProfile = field(default_factory=lambda: scoring_profile(MINORS[-1]))
+    #: The spec.schedulerName whose GPU pods gpushare serves; None: what the semantics installs by default
+    #: (ACK's managed scheduler is default-scheduler, the open-source stack a secondary gpushare-scheduler).
+    scheduler_name: str | None = None
+
+    @property
+    def served_scheduler(self) -> str:
+        if self.scheduler_name:
+            return self.scheduler_name
+        return profiles.DEFAULT_SCHEDULER_NAME if self.name == "ack" else profiles.SECONDARY_SCHEDULER_NAME
 
 
 @dataclass
@@ -183,6 +192,7 @@ class Pod:
     #: The workload the pod came from (1, 2... in input order; 0: none to share): pods of one template are alike
     #: but for their names and the labels a StatefulSet gives each, so the fast engine looks their kind up once.
     template: int = 0
+    scheduler_name: str = profiles.DEFAULT_SCHEDULER_NAME
 
     @cached_property
     def label_map(self) -> dict[str, str]:

@@ -29,6 +29,7 @@ def summary(result: PlacementResult) -> dict[str, Any]:
         "placed": len(result.placements),
         "pending": len(result.pending),
         "invalid": len(result.invalid),
+        "notServed": len(result.not_served),
         "gpusTouched": sum(1 for g in gpus if g.used),
         "gpuMemory": {"used": sum(g.used for g in gpus), "total": sum(g.total for g in gpus)},
         "fragmentation": fragmentation(result),
@@ -46,6 +47,7 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
             "placement": sem.placement,
             "gpuMemoryUnit": sem.gpu_memory_unit,
             "cgpuMaxPodsPerGpu": sem.cgpu_max_pods_per_gpu,
+            "schedulerName": sem.served_scheduler,
             "scheduler": {"kubernetesMinor": f"1.{sem.scheduler.minor}", "configApi": sem.scheduler.api},
         },
         "summary": summary(result),
@@ -63,6 +65,16 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
         "pending": [pending_dict(p) for p in result.pending],
         "invalid": [
             {"namespace": i.namespace, "name": i.name, "reason": i.reason, "source": i.source} for i in result.invalid
+        ],
+        "notServed": [
+            {
+                "namespace": n.namespace,
+                "name": n.name,
+                "schedulerName": n.scheduler_name,
+                "reason": n.reason,
+                "source": n.source,
+            }
+            for n in result.not_served
         ],
         "nodes": [node_dict(n) for n in result.nodes if n.gpus],
         "warnings": list(result.warnings),
@@ -130,11 +142,18 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
     if result.invalid:
         lines += ["", "INVALID"]
         lines += _table([[i.key, i.reason, i.source] for i in result.invalid])
+    if result.not_served:
+        lines += ["", f"NOT SERVED BY GPUSHARE (spec.schedulerName is not {result.semantics.served_scheduler})"]
+        lines += _table([[n.key, n.scheduler_name, n.source] for n in result.not_served[:limit]])
+        if len(result.not_served) > limit:
+            lines.append(f"... {len(result.not_served) - limit} more not served")
     s = summary(result)
     unit = result.semantics.gpu_memory_unit
     lines += [
         "",
-        f"placed {s['placed']}, pending {s['pending']}, invalid {s['invalid']}; "
+        f"placed {s['placed']}, pending {s['pending']}, invalid {s['invalid']}"
+        + (f", not served {s['notServed']}" if s["notServed"] else "")
+        + "; "
         f"GPUs touched {s['gpusTouched']}/{s['gpus']}; GPU memory {s['gpuMemory']['used']}/"
         f"{s['gpuMemory']['total']} x {unit}; fragmented {s['fragmentation']} x {unit}",
     ]

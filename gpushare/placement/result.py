@@ -47,6 +47,28 @@ class Pending:
 
 
 @dataclass(frozen=True)
+class NotServed:
+    """A GPU pod that names another scheduler: the extender never sees it, so gpushare does not place it."""
+
+    namespace: str
+    name: str
+    scheduler_name: str
+    served: str
+    source: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"spec.schedulerName {self.scheduler_name} is not {self.served}: the gpushare extender never sees this "
+            "pod; another scheduler would bind it without a GPU device, and it would start without a GPU [GW214]"
+        )
+
+
+@dataclass(frozen=True)
 class Invalid:
     namespace: str
     name: str
@@ -64,5 +86,6 @@ class PlacementResult:
     placements: list[Assignment] = field(default_factory=list)
     pending: list[Pending] = field(default_factory=list)
     invalid: list[Invalid] = field(default_factory=list)
+    not_served: list[NotServed] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)  # final state, input order
     warnings: list[str] = field(default_factory=list)

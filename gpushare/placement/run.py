@@ -11,12 +11,13 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from gpushare.domain import kubescheduler
+from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_documents
 from gpushare.placement import engine as fast_engine
 from gpushare.placement import plugins, reference
 from gpushare.placement.inputs import Inventory, build
 from gpushare.placement.model import Node, Pod, Semantics
-from gpushare.placement.result import Invalid, PlacementResult
+from gpushare.placement.result import Invalid, NotServed, PlacementResult
 
 EngineName = Literal["fast", "reference"]
 
@@ -58,13 +59,34 @@ def run(
     explain: bool = False,
 ) -> PlacementResult:
     """Place the inventory's new pods after charging its existing ones; invalid pods are reported, not placed."""
+    refuse_unsupported_unit(inventory.nodes, semantics)
     warnings = charge_existing(inventory.nodes, inventory.existing, semantics)
     runner = fast_engine.place if engine == "fast" else reference.place
-    valid = [p for p in inventory.new if not p.invalid]
+    served = semantics.served_scheduler
+    valid = [p for p in inventory.new if not p.invalid and (p.scheduler_name == served or not p.wants_gpu)]
     result = runner(inventory.nodes, valid, semantics, dict(node_order or {}), explain)
     result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in inventory.new if p.invalid]
+    result.not_served = [
+        NotServed(p.namespace, p.name, p.scheduler_name, served, p.source)
+        for p in inventory.new
+        if not p.invalid and p.wants_gpu and p.scheduler_name != served
+    ]
     result.warnings = warnings + _model_limits(inventory, semantics)
     return result
+
+
+def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None:
+    """128MiB units are documented for share nodes only; on core_mem ACK does not support them (GN309)."""
+    if semantics.gpu_memory_unit != "128MiB":
+        return
+    core_mem = [n.name for n in nodes if n.mode == "core_mem"]
+    if core_mem:
+        listed = ", ".join(core_mem[:5]) + (f" and {len(core_mem) - 5} more" if len(core_mem) > 5 else "")
+        raise InputError(
+            "--gpu-memory-unit",
+            semantics.gpu_memory_unit,
+            f"1GiB: 128MiB units are not supported on core_mem nodes ({listed}) [GN309]",
+        )
 
 
 def _model_limits(inventory: Inventory, semantics: Semantics) -> list[str]:

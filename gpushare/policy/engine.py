@@ -35,6 +35,10 @@ class ClusterFacts:
     driver_version: str | None = None
     docker_version: str | None = None
     chart_version: str | None = None
+    #: The spec.schedulerName gpushare serves (--scheduler-name, or the installed release's); the settings' wins.
+    scheduler_name: str | None = None
+    #: When the cluster was created (the kube-system namespace's creationTimestamp, ISO 8601), from a live read.
+    cluster_created: str | None = None
     settings: InstallerSettings | None = None
     nodes: Sequence[NodeInfo] = ()
     workloads: Sequence[Workload] = ()

@@ -21,9 +21,11 @@ def to_text(report: Report) -> str:
         for f in findings:
             lines.append(f"  {f.rule.severity:<7} {f.rule.id}  {f.field}: {f.value!r}: expected {f.allowed}")
             lines.append(f"          fix: {f.rule.remediation}")
+    lines += [item.message for item in report.not_checked]
     lines.append(
         f"{report.objects} objects, {report.errors} errors, {report.warnings} warnings"
         + (f", {len(report.ignored)} objects of kinds no rule checks" if report.ignored else "")
+        + (f", {len(report.not_checked)} checks not made" if report.not_checked else "")
     )
     return "\n".join(lines) + "\n"
 
@@ -52,9 +54,14 @@ def to_dict(report: Report) -> dict[str, Any]:
             "errors": report.errors,
             "warnings": report.warnings,
             "ignored": len(report.ignored),
+            "notChecked": len(report.not_checked),
         },
         "findings": [finding_dict(f) for f in report.findings],
         "ignored": report.ignored,
+        "notChecked": [
+            {"check": n.what, "rules": n.rules, "why": n.why, "supply": n.supply, "message": n.message}
+            for n in report.not_checked
+        ],
     }
 
 
@@ -111,6 +118,14 @@ def to_sarif(report: Report, rules: Iterable[Rule]) -> dict[str, Any]:
                     }
                 },
                 "results": results,
+                "invocations": [
+                    {
+                        "executionSuccessful": True,
+                        "toolExecutionNotifications": [
+                            {"level": "warning", "message": {"text": n.message}} for n in report.not_checked
+                        ],
+                    }
+                ],
             }
         ],
     }

@@ -23,6 +23,20 @@ from gpushare.settings.model import KIND as SETTINGS_KIND
 from gpushare.settings.model import InstallerSettings, load_settings
 
 
+@dataclass(frozen=True)
+class NotChecked:
+    """A check that could not be made: the fact it needs, the rules it feeds, why it is missing, how to supply it."""
+
+    what: str
+    rules: str
+    why: str
+    supply: str
+
+    @property
+    def message(self) -> str:
+        return f"not checked: {self.what} ({self.rules}): {self.why}; supply it with {self.supply}"
+
+
 @dataclass
 class Report:
     """Findings of one validation run, and what was looked at."""
@@ -30,6 +44,7 @@ class Report:
     findings: list[Finding]
     objects: int
     ignored: list[str] = field(default_factory=list)  # where: kind of objects no rule looks at
+    not_checked: list[NotChecked] = field(default_factory=list)  # preflight: checks whose facts were missing
 
     @property
     def errors(self) -> int:
@@ -124,4 +139,4 @@ def enforce(settings: InstallerSettings, where: str | None = None) -> list[Findi
     return findings
 
 
-__all__ = ["Report", "enforce", "read_inputs", "validate"]
+__all__ = ["NotChecked", "Report", "enforce", "read_inputs", "validate"]

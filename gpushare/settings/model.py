@@ -97,7 +97,7 @@ class SchedulerSettings(Component):
         json_schema_extra={"enum": ["auto", *CONFIG_APIS]},
     )
     name: str = Field(
-        "gpushare-scheduler",
+        profiles.SECONDARY_SCHEDULER_NAME,
         description="schedulerName of the secondary scheduler; pods opt in with spec.schedulerName.",
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         max_length=63,
@@ -236,6 +236,13 @@ class InstallerSettings(_Model):
     @property
     def version(self) -> KubeVersion | None:
         return None if self.kubernetes_version is None else parse_kube_version(self.kubernetes_version)
+
+    @property
+    def served_scheduler_name(self) -> str:
+        """The spec.schedulerName whose pods reach the extender: the secondary scheduler's, else the default one."""
+        if self.scheduler.mode == profiles.SECONDARY:
+            return self.scheduler.name
+        return profiles.DEFAULT_SCHEDULER_NAME
 
     @property
     def isolated_modes(self) -> tuple[str, ...]:

@@ -106,14 +106,47 @@ def _docker(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
 
 
 def _unit_switch(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
-    """From a live read (preflight): the unit installed now, and the pods that hold GPU memory."""
-    current, pods = ctx.extra.get("current_unit"), ctx.extra.get("gpu_pods") or []
-    if ctx.settings is not None and current and current != ctx.settings.gpu_memory_unit and pods:
+    """From a live read (preflight): the units installed now, each where it was read, and the pods holding GPU
+    memory. `GiB` and `1GiB` are one unit; any witness of another unit is a switch."""
+    readings, pods = ctx.extra.get("current_units") or [], ctx.extra.get("gpu_pods") or []
+    if ctx.settings is None or not pods:
+        return
+    wanted = profiles.MIB_PER_UNIT[ctx.settings.gpu_memory_unit]
+    other = [r for r in readings if r.mib != wanted]
+    if other:
         listed = ", ".join(pods[:20]) + (f" and {len(pods) - 20} more" if len(pods) > 20 else "")
+        installed = "; ".join(f"{r.unit} ({r.where})" for r in other)
         yield (
             "gpuMemoryUnit",
             ctx.settings.gpu_memory_unit,
-            f"{current} while pods hold GPU memory (delete them first, then reinstall): {listed}",
+            f"the unit installed now, {installed}, while pods hold GPU memory "
+            f"(delete them first, then reinstall): {listed}",
+        )
+
+
+def _created_before(ctx: ClusterFacts, day: str) -> bool:
+    return bool(ctx.cluster_created) and str(ctx.cluster_created)[:10] < day
+
+
+def _restart_for_small_unit(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    small = ctx.settings is not None and ctx.settings.gpu_memory_unit == "128MiB"
+    if small and _created_before(ctx, profiles.SMALL_UNIT_RESTART_BEFORE):
+        yield (
+            "cluster created",
+            ctx.cluster_created,
+            f"a scheduler restart first: clusters created before {profiles.SMALL_UNIT_RESTART_BEFORE} need one "
+            "for 128MiB units (submit a ticket)",
+        )
+
+
+def _upgrade_for_compute(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    known = ctx.scheduler_version is not None and valid(ctx.scheduler_version)  # then GC403 decides
+    if uses_compute(ctx) and not known and _created_before(ctx, profiles.COMPUTE_UPGRADE_BEFORE):
+        yield (
+            "cluster created",
+            ctx.cluster_created,
+            f"an upgraded kube-scheduler: clusters created before {profiles.COMPUTE_UPGRADE_BEFORE} need one for "
+            "compute allocation (GC403 checks the version when it is known)",
         )
 
 
@@ -216,5 +249,23 @@ RULES: tuple[Rule, ...] = (
         "Delete every pod requesting aliyun.com/gpu-mem, uninstall, reinstall with the new unit.",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _unit_switch,
+    ),
+    Rule(
+        "GC412",
+        "warning",
+        "cluster",
+        "Clusters created before 2021-10-20 need a scheduler restart for 128MiB units",
+        "Submit a ticket to have the scheduler restarted before switching (unless done since).",
+        sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
+        _restart_for_small_unit,
+    ),
+    Rule(
+        "GC413",
+        "warning",
+        "cluster",
+        "Clusters created before 2022-03-01 need a kube-scheduler upgrade for compute allocation",
+        "Upgrade kube-scheduler in the console's add-ons (unless done since; pass --scheduler-version to check).",
+        sources.section(sources.ACK_COMPUTE, "Prerequisites"),
+        _upgrade_for_compute,
     ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gpushare.domain import cgpu, labels, profiles, sources
+from gpushare.domain import cgpu, labels, profiles, runtimes, sources
 from gpushare.domain.versionstr import at_least
 from gpushare.kube import nodes
 from gpushare.kube.nodes import NodeInfo
@@ -67,6 +67,30 @@ def _region(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     region = n.region
     if n.mode == "core_mem" and region and region not in profiles.COMPUTE_REGIONS:
         yield "metadata.labels.topology.kubernetes.io/region", region, "a region with compute allocation"
+
+
+def _small_unit(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
+    if n.mode == "core_mem" and ctx.settings is not None and ctx.settings.gpu_memory_unit == "128MiB":
+        yield f"metadata.labels.{labels.SCHEDULE_LABEL}", n.mode, "share or cgpu nodes for 128MiB units, not core_mem"
+
+
+def _open_source_node(n: NodeInfo, ctx: ClusterFacts) -> bool:
+    """A GPU node the open-source device plugin serves: by the settings' profile, else by its node label."""
+    key, value = labels.OPEN_SOURCE_NODE_LABEL
+    labelled = n.labels.get(key) == value
+    if ctx.settings is not None:
+        return ctx.settings.profile == profiles.OPEN_SOURCE and (labelled or n.gpu_mem > 0)
+    return labelled
+
+
+def _default_runtime(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
+    if _open_source_node(n, ctx):
+        runtime = str(n.node_info.get("containerRuntimeVersion") or "")
+        yield (
+            "status.nodeInfo.containerRuntimeVersion",
+            runtime or "(not reported)",
+            runtimes.default_runtime_setup(runtime),
+        )
 
 
 RULES: tuple[Rule, ...] = (
@@ -143,5 +167,23 @@ RULES: tuple[Rule, ...] = (
         "Use a listed region.",
         sources.section(sources.ACK_COMPUTE, "Limits"),
         _region,
+    ),
+    Rule(
+        "GN309",
+        "error",
+        "node",
+        "128MiB units are not supported on core_mem nodes",
+        "Keep 1GiB units while core_mem nodes serve compute allocation, or move the workloads to share nodes.",
+        sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
+        _small_unit,
+    ),
+    Rule(
+        "GN310",
+        "warning",
+        "node",
+        "The open-source stack needs the NVIDIA runtime as each GPU node's default runtime (not visible in the API)",
+        "Configure it as the finding says on every GPU node: pods asking for aliyun.com/gpu-mem see no GPU without it.",
+        sources.section(sources.SELF_MANAGED_GUIDE, "Step 1: Configure the Docker runtime"),
+        _default_runtime,
     ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from gpushare.domain import labels, sources
+from gpushare.domain import labels, profiles, sources
 from gpushare.kube import workloads
 from gpushare.kube.workloads import Workload
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
@@ -31,6 +31,18 @@ def _core_nodes(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
         yield f"spec.nodeSelector.{labels.SCHEDULE_LABEL}", wanted, "core_mem for a pod that asks for GPU compute"
     elif ctx.nodes and not any(n.mode == "core_mem" for n in ctx.nodes):
         yield CORE, p.core, "no compute request: no node in the inventory is labelled core_mem"
+
+
+def served_scheduler(ctx: ClusterFacts) -> str | None:
+    """The schedulerName GPU pods must use, when the settings or the cluster say which it is."""
+    return ctx.settings.served_scheduler_name if ctx.settings is not None else ctx.scheduler_name
+
+
+def _scheduler_name(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+    served = served_scheduler(ctx)
+    named = str(p.spec.get("schedulerName") or profiles.DEFAULT_SCHEDULER_NAME)
+    if p.gpu_mem and served and named != served:
+        yield "spec.schedulerName", named, f"{served}, the scheduler that calls the gpushare extender"
 
 
 def largest_gpu(ctx: ClusterFacts) -> int:
@@ -259,5 +271,15 @@ RULES: tuple[Rule, ...] = (
         "Leave the weight at 1 unless this container should get weighted preemptive scheduling.",
         sources.section(sources.CGPU, "cGPU compute scheduling examples"),
         _cgpu_weight,
+    ),
+    Rule(
+        "GW214",
+        "error",
+        "workload",
+        "A GPU pod must name the scheduler that calls the gpushare extender",
+        "Set spec.schedulerName to the gpushare scheduler's name (the settings' scheduler.name in secondary mode); "
+        "another scheduler binds the pod without a GPU device and it starts without a GPU.",
+        sources.section(sources.EXTENDER, "config/ (the extender is called only by the scheduler configured with it)"),
+        _scheduler_name,
     ),
 )
