@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -321,6 +322,8 @@ def _cmd_rules(args: argparse.Namespace) -> int:
         return 0
     for rule in RULES:
         print(f"{rule.id}  {rule.severity:<7}  {rule.target:<8}  {rule.summary}  [{rule.source}]")
+        if rule.explanation:
+            print(textwrap.fill(rule.explanation, 110, initial_indent=" " * 7, subsequent_indent=" " * 7))
     return 0
 
 

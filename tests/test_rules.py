@@ -341,6 +341,12 @@ def test_rules_listing(capsys: pytest.CaptureFixture[str]) -> None:
     listed = json.loads(out)["rules"]
     assert code == 0 and [r["id"] for r in listed] == [r.id for r in RULES]
     assert all(r["summary"] and r["remediation"] and r["source"] for r in listed)
+    # what cGPU isolation does not do is said beside every rule about cGPU's memory variables, policies, release
+    explained = {r["id"] for r in listed if "cudaMallocManaged (UVM) is not isolated" in r["explanation"]}
+    assert {"GS116", "GS117", "GW210", "GW211", "GW212", "GW213", "GC406", "GC409"} <= explained
+    assert all("P4, P100, T4, V100 and A10" in r["explanation"] for r in listed if r["id"] in explained)
+    _, text, _ = run(capsys, "rules")
+    assert "       hurting its neighbours; memory from cudaMallocManaged (UVM) is not isolated" in text
 
 
 def test_findings_point_at_the_object_inside_a_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

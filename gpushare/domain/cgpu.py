@@ -24,6 +24,12 @@ FAMILIES: tuple[str, ...] = (
 )
 #: Operating systems cGPU supports (matched in a node's osImage, lower case).
 OPERATING_SYSTEMS: tuple[str, ...] = ("centos", "ubuntu", "alibaba cloud linux")
+#: What cGPU's isolation does and does not do, said wherever a user chooses it (NOTES, `gpushare rules`): seed 004.
+ISOLATION_CAVEATS = (
+    "Memory isolation makes a container that allocates beyond its share fail (CUDA out of memory) instead of "
+    "hurting its neighbours; memory from cudaMallocManaged (UVM) is not isolated, use cudaMalloc. Compute "
+    "policies are documented for Tesla P4, P100, T4, V100 and A10."
+)
 MIN_DOCKER = "19.03.5"
 MIN_DRIVER = "418.87.01"
 #: The release that can deadlock the kernel, and the one ACK's FAQ asks releases up to it to upgrade to.

@@ -5,6 +5,8 @@ One text for the chart's NOTES.txt and for `render --format manifests` (printed 
 
 from __future__ import annotations
 
+import textwrap
+
 import jinja2
 
 from gpushare.domain import cgpu, labels
@@ -63,10 +65,7 @@ _TEXT = _ENV.from_string(
 [% endif %]
 [% if isolated %]
 
-cGPU ([[ isolated|join(', ') ]] nodes): memory isolation makes a container that allocates beyond its share fail
-(CUDA out of memory) instead of hurting its neighbours; memory from cudaMallocManaged (UVM) is not isolated,
-use cudaMalloc. Compute policies are documented for Tesla P4, P100, T4, V100 and A10. The cGPU [[ cgpu_tag ]]
-image needs NVIDIA driver >= [[ min_driver ]][% if driver_range %] (ACK's cGPU FAQ lists [[ driver_range ]] for it)[% endif %].
+[[ cgpu_paragraph ]]
 Upgrading cGPU is a cold upgrade: the installer DaemonSet updates OnDelete; on each node stop every container
 that uses cGPU, then delete that node's installer pod. A rolling update under running containers is unsafe.
 [% endif %]
@@ -132,12 +131,20 @@ def notes(settings: InstallerSettings, requirements: dict[str, str] | None = Non
             example_units=example_units,
             example_meaning=example_meaning,
             requirements=requirements or {},
-            cgpu_tag=settings.cgpu.image.tag,
-            min_driver=cgpu.MIN_DRIVER,
-            driver_range=cgpu.driver_range(settings.cgpu.image.tag) if valid(settings.cgpu.image.tag) else None,
+            cgpu_paragraph=_cgpu_paragraph(settings),
         ).rstrip()
         + "\n"
     )
+
+
+def _cgpu_paragraph(settings: InstallerSettings) -> str:
+    tag = settings.cgpu.image.tag
+    drivers = cgpu.driver_range(tag) if valid(tag) else None
+    text = (
+        f"cGPU ({', '.join(settings.isolated_modes)} nodes). {cgpu.ISOLATION_CAVEATS} The cGPU {tag} image needs "
+        f"NVIDIA driver >= {cgpu.MIN_DRIVER}" + (f" (ACK's cGPU FAQ lists {drivers} for it)." if drivers else ".")
+    )
+    return textwrap.fill(text, 112)
 
 
 __all__ = ["notes"]

@@ -54,6 +54,8 @@ class Rule:
     remediation: str
     source: str
     check: Callable[[Any, ClusterFacts], Iterable[Offence]]
+    #: What a user choosing this should know beyond the rule itself (`gpushare rules` prints it).
+    explanation: str = ""
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ def rule_dict(rule: Rule) -> dict[str, Any]:
         "summary": rule.summary,
         "remediation": rule.remediation,
         "source": rule.source,
+        "explanation": rule.explanation,
     }
 
 
@@ -109,6 +110,7 @@ def to_sarif(report: Report, rules: Iterable[Rule]) -> dict[str, Any]:
                             {
                                 "id": r.id,
                                 "shortDescription": {"text": r.summary},
+                                "fullDescription": {"text": f"{r.summary}. {r.explanation}".strip()},
                                 "help": {"text": r.remediation},
                                 "defaultConfiguration": {"level": "error" if r.severity == "error" else "warning"},
                                 "properties": {"target": r.target, "source": r.source},

@@ -204,6 +204,7 @@ RULES: tuple[Rule, ...] = (
         "Install cGPU >= 1.5.8.",
         sources.section(sources.CGPU, "Prerequisites"),
         _deadlock,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GC407",
@@ -231,6 +232,7 @@ RULES: tuple[Rule, ...] = (
         "Upgrade the driver.",
         sources.section(sources.CGPU, "Prerequisites"),
         _driver,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GC410",

@@ -140,6 +140,7 @@ RULES: tuple[Rule, ...] = (
         "Use a listed family.",
         sources.section(sources.CGPU, "Prerequisites"),
         _family,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GN306",
@@ -149,6 +150,7 @@ RULES: tuple[Rule, ...] = (
         "Use a supported OS.",
         sources.section(sources.CGPU, "Prerequisites"),
         _os,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GN307",
@@ -158,6 +160,7 @@ RULES: tuple[Rule, ...] = (
         "Upgrade Docker on the node.",
         sources.section(sources.CGPU, "Prerequisites"),
         _docker,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GN308",

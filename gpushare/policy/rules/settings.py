@@ -330,6 +330,7 @@ RULES: tuple[Rule, ...] = (
         "Set cgpu.policy to 3 (fixed) for fixed percentages, or 1, 2 or 4.",
         sources.section(sources.CGPU, "cGPU compute scheduling examples"),
         _compute_policy,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GS117",
@@ -339,6 +340,7 @@ RULES: tuple[Rule, ...] = (
         "Use cgpu.policy 3 (fixed) for the percentages pods ask for.",
         sources.section(sources.CGPU, "cGPU compute scheduling examples"),
         _compute_average,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GS118",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from gpushare.domain import labels, profiles, sources
+from gpushare.domain import cgpu, labels, profiles, sources
 from gpushare.kube import workloads
 from gpushare.kube.workloads import Workload
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
@@ -244,6 +244,7 @@ RULES: tuple[Rule, ...] = (
         "ALIYUN_COM_GPU_MEM_CONTAINER/_DEV: 3 or 3,1; ALIYUN_COM_GPU_SCHD_WEIGHT: an integer >= 1.",
         sources.section(sources.CGPU, "Run the cGPU service"),
         _cgpu_env,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GW211",
@@ -253,6 +254,7 @@ RULES: tuple[Rule, ...] = (
         "Set the visible memory in GiB, or remove the variable.",
         sources.section(sources.CGPU, "Run the cGPU service"),
         _cgpu_disabled,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GW212",
@@ -262,6 +264,7 @@ RULES: tuple[Rule, ...] = (
         "Set ALIYUN_COM_GPU_MEM_CONTAINER at most ALIYUN_COM_GPU_MEM_DEV on each GPU, and always with it.",
         sources.section(sources.CGPU, "Run the cGPU service"),
         _cgpu_above_device,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GW213",
@@ -271,6 +274,7 @@ RULES: tuple[Rule, ...] = (
         "Leave the weight at 1 unless this container should get weighted preemptive scheduling.",
         sources.section(sources.CGPU, "cGPU compute scheduling examples"),
         _cgpu_weight,
+        explanation=cgpu.ISOLATION_CAVEATS,
     ),
     Rule(
         "GW214",
