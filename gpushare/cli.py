@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import textwrap
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +21,9 @@ from gpushare.generate.render import FORMATS, render
 from gpushare.settings.options import OPTIONS
 
 EXIT_USAGE = 2
+#: 128 + the signal number, as a shell reports a process ended by SIGINT or SIGTERM.
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,7 +45,14 @@ def _render_parser(sub: Any) -> None:
         "--output",
         metavar="PATH",
         help="chart: directory (default ./ack-ai-installer); manifests: file, '-' for stdout (default), "
-        "or a directory in control-plane mode",
+        "or a directory in control-plane mode. Only a missing or empty path, or gpushare's own unchanged "
+        "output, is written",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write over a path gpushare did not write (or one edited since): the old one is kept as a "
+        "backup beside it (never the current, home or root directory)",
     )
     p.add_argument("--json", action="store_true", help="print a JSON summary (files, objects, warnings) on stdout")
     group = p.add_argument_group("settings")
@@ -213,7 +225,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     output = args.output
     if output is None:
         output = "ack-ai-installer" if args.format == "chart" else "-"
-    rendered = render(format=args.format, output=output, config=args.config, **options)
+    rendered = render(format=args.format, output=output, config=args.config, force=args.force, **options)
     for finding in rendered.warnings:
         print(f"gpushare: warning: {finding.message}", file=sys.stderr)
     to_stdout = args.format == "manifests" and output == "-"
@@ -224,7 +236,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
             "apiVersion": kinds.API_VERSION,
             "kind": kinds.RENDER_RESULT,
             "format": rendered.format,
-            "output": None if to_stdout else output,
+            "output": None if to_stdout else str(rendered.written.target if rendered.written else output),
+            "backup": str(rendered.written.backup) if rendered.written and rendered.written.backup else None,
             "files": sorted(rendered.files),
             "objects": [
                 {"kind": o["kind"], "name": o["metadata"]["name"], "namespace": o["metadata"].get("namespace")}
@@ -237,7 +250,10 @@ def _cmd_render(args: argparse.Namespace) -> int:
             summary["manifests"] = rendered.files["manifests.yaml"]
         print(json.dumps(summary, indent=2))
     elif not to_stdout:
-        print(f"gpushare: wrote {rendered.format} to {output}", file=sys.stderr)
+        written = rendered.written
+        print(f"gpushare: wrote {rendered.format} to {written.target if written else output}", file=sys.stderr)
+        if written and written.backup:
+            print(f"gpushare: kept what was there as {written.backup}", file=sys.stderr)
         print(rendered.notes, file=sys.stderr, end="")
     return 0
 
@@ -327,7 +343,32 @@ def _cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is so that cleanups run (no partial output is left) as for Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; SIGINT and SIGTERM end it with one line, exit 130 and 143, output files untouched."""
+    in_main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("gpushare: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Terminated:
+        print("gpushare: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     commands = {
         "render": _cmd_render,

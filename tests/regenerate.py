@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -92,13 +93,13 @@ def expected() -> dict[Path, str]:
 
 
 def main() -> int:
-    from gpushare.generate.output import write_file, write_tree
-
+    """The repository's generated files are plain files (no gpushare output marker): this script owns them."""
     want = expected()
-    for directory, tree in charts().items():
-        write_tree(directory, tree)
-    for path in (SETTINGS_SCHEMA, README):
-        write_file(path, want[path])
+    for directory in charts():
+        shutil.rmtree(directory, ignore_errors=True)
+    for path, text in want.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     print(f"wrote the charts under charts/, {SETTINGS_SCHEMA.relative_to(REPO)} and the tables of README.md")
     return 0
 

@@ -1,46 +1,233 @@
-"""Writing results so that a failure never leaves half an output behind."""
+"""Writing results: atomically, and never over anything gpushare did not write.
+
+A target is written only when it is missing, empty, or a previous gpushare output whose files are as gpushare
+wrote them: a tree carries a marker (`.gpushare-output.json`, each file's sha256), a single manifests file a
+first-line header with the sha256 of the rest. Anything else (a user's file or folder, a chart with edits, a
+symbolic link) is refused naming the path, unless `force`: then the old target is renamed to a sibling backup
+that the message names, never deleted. Paths a slip of the keyboard can reach (`''`, `.`, `/`, the home
+directory, the current directory and its ancestors) are refused even with `force`. The last component of the
+target is never followed: a symbolic link there is replaced (with `force`), not written through. The new output
+is built beside the target and swapped in with renames, so an error or an interrupt leaves the old one as it
+was; write failures name the target, never a temporary file.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from gpushare import __version__
+from gpushare.domain import kinds
+from gpushare.errors import GpushareError, InputError
 
-def write_tree(target: Path, files: dict[str, str]) -> None:
-    """Write `files` under `target` atomically: built in a sibling temp dir, then swapped in with a rename."""
-    target = target.resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+MARKER = ".gpushare-output.json"
+HEADER = "# gpushare output, sha256 of what follows: "
+
+
+class OutputError(GpushareError):
+    """A target gpushare may not or could not write; the message names the real path."""
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _marker(files: dict[str, str]) -> str:
+    doc = {
+        "apiVersion": kinds.API_VERSION,
+        "kind": "RenderOutput",
+        "generator": f"gpushare {__version__}",
+        "files": {rel: _sha(text) for rel, text in sorted(files.items())},
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def with_header(text: str) -> str:
+    """A manifests file as written: the header says it is gpushare's and what it held."""
+    return f"{HEADER}{_sha(text)}\n{text}"
+
+
+def _absolute(target: Path) -> Path:
+    """The target's absolute path, its directory resolved but the last component not followed."""
+    absolute = Path(os.path.abspath(target))
+    return absolute.parent.resolve() / absolute.name if absolute.name else absolute
+
+
+def _never(raw: str, target: Path) -> None:
+    """Paths refused even with force: one slip there would replace a home, a project or a whole disk."""
+    if raw.strip() in ("", ".", "..", "/", "~"):
+        raise InputError("--output", raw, "a new or gpushare-written path, not the current, parent or root directory")
+    resolved = target.resolve()
+    cwd = Path.cwd().resolve()
+    protected = {cwd, *cwd.parents, Path.home().resolve(), Path(resolved.anchor)}
+    if resolved in protected:
+        raise InputError(
+            "--output", raw, f"a path other than {resolved}: the root, home and current directory and its parents"
+        )
+
+
+def _tree_is_ours(target: Path) -> bool:
+    """A directory holding exactly what gpushare wrote there (any edit, extra file or link makes it the user's)."""
+    marker = target / MARKER
+    if marker.is_symlink() or not marker.is_file():
+        return False
     try:
-        for rel, text in files.items():
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        os.chmod(staging, 0o755)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-            os.rename(target, old / "tree")
-            os.rename(staging, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        recorded = json.loads(marker.read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        return False
+    if not isinstance(recorded, dict):
+        return False
+    found = set()
+    for root, dirs, names in os.walk(target):
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            path = Path(root, name)
+            rel = path.relative_to(target).as_posix()
+            if rel == MARKER:
+                continue
+            if path.is_symlink() or rel not in recorded:
+                return False
+            try:
+                if hashlib.sha256(path.read_bytes()).hexdigest() != recorded[rel]:
+                    return False
+            except OSError:
+                return False
+            found.add(rel)
+    return found == set(recorded)
 
 
-def write_file(target: Path, text: str) -> None:
-    """Write one file atomically (temp file in the same directory, then rename)."""
-    target = target.resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+def _file_is_ours(target: Path) -> bool:
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
+        with target.open(encoding="utf-8") as handle:
+            first = handle.readline()
+            rest = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return first.startswith(HEADER) and first[len(HEADER) :].strip() == _sha(rest)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What writing the target does to what is there: nothing, replace gpushare's own output, or keep a backup."""
+
+    target: Path
+    exists: bool
+    backup: Path | None  # where the old target goes when it is not (only) gpushare's
+
+
+def plan(output: str | Path, tree: bool, force: bool = False) -> Plan:
+    """Decide, before anything is written, whether and how the target may be written; raise if it may not."""
+    raw = str(output)
+    target = _absolute(Path(raw).expanduser())
+    _never(raw, target)
+    if not os.path.lexists(target):
+        return Plan(target, False, None)
+    link = target.is_symlink()
+    if not link and tree and target.is_dir() and (not any(target.iterdir()) or _tree_is_ours(target)):
+        return Plan(target, True, None)
+    if not link and not tree and target.is_file() and _file_is_ours(target):
+        return Plan(target, True, None)
+    if not force:
+        what = (
+            "a symbolic link (gpushare never writes through one)"
+            if link
+            else "a directory gpushare did not write, or one with changes since"
+            if target.is_dir()
+            else "a file gpushare did not write, or one with changes since"
+        )
+        raise InputError(
+            "--output",
+            raw,
+            f"a missing or empty path, or an unchanged gpushare output; {target} is {what} "
+            "(--force keeps it as a backup beside it)",
+        )
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backup = target.with_name(f"{target.name}.gpushare-backup-{stamp}")
+    n = 1
+    while os.path.lexists(backup):
+        backup = target.with_name(f"{target.name}.gpushare-backup-{stamp}-{n}")
+        n += 1
+    return Plan(target, True, backup)
+
+
+@contextlib.contextmanager
+def _failures(target: Path) -> Iterator[None]:
+    """OS errors name the target and say why, never the temporary path they happened on."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def _make_parent(target: Path) -> None:
+    existing = next(p for p in target.parents if os.path.lexists(p))
+    if not existing.is_dir():
+        raise OutputError(f"cannot write {target}: {existing} is not a directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _swap(new: Path, step: Plan) -> None:
+    """Put `new` in place of the target: the old one goes to the backup, or is removed once the new is in."""
+    target = step.target
+    if not step.exists:
+        os.rename(new, target)
+        return
+    if step.backup is None and new.is_file():
+        os.replace(new, target)  # one file over gpushare's own: atomic
+        return
+    if step.backup is not None:
+        os.rename(target, step.backup)
+        os.rename(new, target)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+    os.rename(target, old / "previous")
+    try:
+        os.rename(new, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        os.rename(old / "previous", target)
         raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write_tree(output: str | Path, files: dict[str, str], force: bool = False) -> Plan:
+    """Write `files` under the target directory, with the marker, as one swap."""
+    step = plan(output, tree=True, force=force)
+    with _failures(step.target):
+        _make_parent(step.target)
+        staging = Path(tempfile.mkdtemp(prefix=f".{step.target.name}.", dir=step.target.parent))
+        try:
+            for rel, text in {**files, MARKER: _marker(files)}.items():
+                path = staging / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            os.chmod(staging, 0o755)
+            _swap(staging, step)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    return step
+
+
+def write_file(output: str | Path, text: str, force: bool = False) -> Plan:
+    """Write one manifests file, with its header, as one rename."""
+    step = plan(output, tree=False, force=force)
+    with _failures(step.target):
+        _make_parent(step.target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{step.target.name}.", dir=step.target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(with_header(text))
+            os.chmod(tmp, 0o644)
+            _swap(Path(tmp), step)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return step

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,7 +13,7 @@ from gpushare.errors import InputError
 from gpushare.generate import controlplane
 from gpushare.generate.chart import chart_files
 from gpushare.generate.notes import notes
-from gpushare.generate.output import write_file, write_tree
+from gpushare.generate.output import Plan, write_file, write_tree
 from gpushare.generate.stack import Stack
 from gpushare.generate.template import dump_all
 from gpushare.policy.engine import Finding
@@ -36,19 +37,24 @@ class Rendered:
     notes: str
     #: What the cluster must already run (e.g. ACK's scheduler version for compute allocation).
     requirements: dict[str, str]
+    #: Where `render(output=...)` wrote, and the backup it kept of what was there (with force).
+    written: Plan | None = None
 
     @property
     def is_tree(self) -> bool:
         """A chart, or manifests that come with control-plane files, is a directory; else one file."""
         return self.format == "chart" or len(self.files) > 1
 
-    def write(self, output: str | Path) -> Path:
-        path = Path(output)
+    def write(self, output: str | Path, force: bool = False) -> Plan:
+        """Write to `output`: a directory for a chart (or manifests with control-plane files), else one file;
+        a manifests file named by an existing directory or a path ending in / goes in it as manifests.yaml.
+        Refuses (InputError) a target gpushare did not write unless `force`, which keeps it as a backup."""
         if self.is_tree:
-            write_tree(path, self.files)
-        else:
-            write_file(path, self.files["manifests.yaml"])
-        return path
+            return write_tree(output, self.files, force)
+        path = Path(output)
+        if str(output).endswith(("/", os.sep)) or (path.is_dir() and not path.is_symlink()):
+            path = path / "manifests.yaml"
+        return write_file(path, self.files["manifests.yaml"], force)
 
 
 def render(
@@ -57,6 +63,7 @@ def render(
     format: Format = "chart",
     output: str | Path | None = None,
     config: str | Path | None = None,
+    force: bool = False,
     **options: Any,
 ) -> Rendered:
     """Render the installer stack; with `output`, also write it (atomically).
@@ -83,6 +90,8 @@ def render(
         files = {"manifests.yaml": dump_all(objects), **controlplane.files(stack)}
     rendered = Rendered(format, model, files, objects, warnings, notes(model, stack.requirements), stack.requirements)
     if output is not None:
+        if format == "chart" and str(output) == "-":
+            raise InputError("--output", "-", "a directory for a chart (stdout takes --format manifests)")
         if format == "manifests" and rendered.is_tree and str(output) == "-":
             raise InputError(
                 "--output",
@@ -90,5 +99,6 @@ def render(
                 "a directory in control-plane mode (manifests.yaml and control-plane/ are written there)",
             )
         if str(output) != "-":
-            rendered.write(output)
+            written = rendered.write(output, force)
+            rendered = replace(rendered, written=written)
     return rendered
