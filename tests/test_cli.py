@@ -102,7 +102,7 @@ def test_unreadable_yaml_names_the_line(tmp_path: Path) -> None:
     config = tmp_path / "s.yaml"
     config.write_text("profile: ack\nisolation: [share\n")
     result = run("render", "--config", str(config))
-    assert result.returncode == 2 and "line 3" in result.stderr
+    assert result.returncode == 2 and f"--config: '{config}'" in result.stderr and f"{config}:3)" in result.stderr
 
 
 def test_flags_override_config(tmp_path: Path) -> None:

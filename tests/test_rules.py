@@ -120,6 +120,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     ),
     "GW209": ([pod(nodeSelector={"ack.node.gpu.schedule": "shared"})], {}),
     "GW210": ([pod(env=[{"name": "ALIYUN_COM_GPU_SCHD_WEIGHT", "value": "0"}])], {}),
+    "GS121": ([{**SETTINGS, "kubernetesVersion": "v1.28.99"}], {}),
     "GW211": ([pod(env=[{"name": "ALIYUN_COM_GPU_MEM_CONTAINER", "value": "0"}])], {}),
     "GW212": ([pod(env=[{"name": "ALIYUN_COM_GPU_MEM_CONTAINER", "value": "8"}, MEM_DEV_4])], {}),
     "GW213": ([pod(env=[{"name": "ALIYUN_COM_GPU_SCHD_WEIGHT", "value": "3"}])], {}),

@@ -23,6 +23,7 @@ DEVICE_PLUGIN: Final = "github.com/AliyunContainerService/gpushare-device-plugin
 SCHEDULER_CONFIG: Final = "Kubernetes: kube-scheduler configuration API versions (KEP-785, CHANGELOG-1.23)"
 SCHEDULER_1_22: Final = "kube-scheduler 1.22: pkg/scheduler/factory.go (Policy file implies default-scheduler)"
 GPUSHARE: Final = "gpushare: schemas/installer-settings.schema.json"
+GPUSHARE_VERSIONS: Final = "gpushare: gpushare/domain/versions.py (newest patch of each minor)"
 GPUSHARE_FACTS: Final = "gpushare: cluster facts flags (gpushare validate --help)"
 GPUSHARE_CONTROL_PLANE: Final = "gpushare: control-plane/README.md (files written for one kubeadm version)"
 

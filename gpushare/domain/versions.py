@@ -37,7 +37,8 @@ CONFIG_GROUP = "kubescheduler.config.k8s.io"
 #: scheduler is always `default-scheduler` (pkg/scheduler/factory.go), so it cannot run beside the default one.
 POLICY_SCHEDULER_NAME_UNTIL = 21
 
-_VERSION = re.compile(r"^v?1\.(\d+)(?:\.(\d+))?$")
+#: `1.24`, `v1.24.7`, and the versions vendors report: `v1.24.7-aliyun.1` (ACK), `v1.28.3-gke.100`, `+build`.
+_VERSION = re.compile(r"^v?1\.(\d{1,4})(?:\.(\d{1,6}))?(?:[-+][0-9A-Za-z][0-9A-Za-z.+-]*)?$")
 
 
 @dataclass(frozen=True, order=True)
@@ -59,7 +60,8 @@ class KubeVersion:
 
 
 def parse_kube_version(text: str, field: str = "kubernetesVersion") -> KubeVersion:
-    """Accept `1.22`, `v1.22`, `1.22.3` or `v1.22.3` for a supported minor; anything else is an InputError."""
+    """Accept `1.22`, `v1.22`, `1.22.3`, `v1.22.3` or a vendor's `v1.22.3-aliyun.1` for a supported minor (the
+    suffix names the vendor's build of that upstream release); anything else is an InputError."""
     match = _VERSION.match(str(text).strip())
     allowed = f"a minor 1.{MINORS[0]}-1.{MINORS[-1]} or a full v1.X.Y in that range"
     if not match:
@@ -68,6 +70,11 @@ def parse_kube_version(text: str, field: str = "kubernetesVersion") -> KubeVersi
     if minor not in LATEST_PATCH:
         raise InputError(field, text, allowed)
     return KubeVersion(minor, None if match.group(2) is None else int(match.group(2)))
+
+
+def newer_than_known(version: KubeVersion) -> bool:
+    """A patch past the newest gpushare knows: accepted (releases go on), but its images may not exist yet."""
+    return version.patch is not None and version.patch > LATEST_PATCH[version.minor]
 
 
 def served_apis(minor: int) -> tuple[str, ...]:

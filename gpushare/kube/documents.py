@@ -7,6 +7,7 @@ finding or an invalid pod can point at it, in text and in SARIF alike.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,6 +20,10 @@ try:
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
 except AttributeError:  # pragma: no cover - libyaml missing
     _Loader = yaml.SafeLoader
+
+#: Nodes YAML aliases may add to one document beyond those written: generous for anchors in real manifests, a
+#: bound on "billion laughs" (a few lines of nested aliases that expand to gigabytes when read).
+MAX_ALIAS_EXPANSION = 1_000_000
 
 #: Files a directory argument contributes.
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -67,6 +72,55 @@ def _items(node: yaml.Node, data: dict[str, Any]) -> list[tuple[Any, int]]:
     return list(zip(items, lines, strict=True))
 
 
+def check_aliases(node: yaml.Node, name: str, field: str = "file") -> None:
+    """Refuse a document whose aliases expand past MAX_ALIAS_EXPANSION nodes, counted on the composed graph (each
+    node once, its expanded size memoised) before anything is constructed."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(node, False)]
+    while stack:
+        current, done = stack.pop()
+        key = id(current)
+        if key in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(current, yaml.SequenceNode):
+            children = list(current.value)
+        elif isinstance(current, yaml.MappingNode):
+            children = [part for pair in current.value for part in pair]
+        if done:
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[key] - len(sizes) > MAX_ALIAS_EXPANSION:
+                raise InputError(
+                    field,
+                    name,
+                    f"YAML whose aliases expand to at most {MAX_ALIAS_EXPANSION:,} nodes (the document at line "
+                    f"{node.start_mark.line + 1} expands further)",
+                )
+            continue
+        stack.append((current, True))
+        stack += [(c, False) for c in children if id(c) not in sizes]
+
+
+def compose_all(text: str, name: str, field: str = "file") -> Iterator[tuple[yaml.Node, Any]]:
+    """Each document of a YAML or JSON text: its node (for lines) and its data, aliases bounded."""
+    loader = _Loader(text)
+    aliases = "*" in text and "&" in text  # no anchor and alias: nothing can expand
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            if aliases:
+                check_aliases(node, name, field)
+            yield node, loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        at = f"{name}:{mark.line + 1}" if mark is not None else name
+        raise InputError(field, name, f"valid YAML (error at {at})") from None
+    finally:
+        loader.dispose()
+
+
 def read_documents(path: str | Path, text: str | None = None) -> list[Source]:
     """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at."""
     name = str(path)
@@ -76,24 +130,12 @@ def read_documents(path: str | Path, text: str | None = None) -> list[Source]:
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError("file", name, f"a readable YAML file ({exc})") from None
     result: list[Source] = []
-    loader = _Loader(text)
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            data = loader.construct_document(node)
-            if data is None:
-                continue
-            if not isinstance(data, dict):
-                raise InputError("file", name, f"Kubernetes objects (a mapping at {name}:{node.start_mark.line + 1})")
-            result += [Source(item, name, line) for item, line in _items(node, data) if isinstance(item, dict)]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        at = f"{name}:{mark.line + 1}" if mark is not None else name
-        raise InputError("file", name, f"valid YAML (error at {at})") from None
-    finally:
-        loader.dispose()
+    for node, data in compose_all(text, name):
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            raise InputError("file", name, f"Kubernetes objects (a mapping at {name}:{node.start_mark.line + 1})")
+        result += [Source(item, name, line) for item, line in _items(node, data) if isinstance(item, dict)]
     return result
 
 

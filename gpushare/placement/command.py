@@ -75,10 +75,55 @@ def _inputs(req: PlaceRequest) -> Inputs:
         from gpushare.kube.cluster import read_cluster
 
         live = read_cluster(req.kubeconfig or None, req.context)
-        return Inputs(live.nodes, live.existing, read_paths(req.workloads), live.version, live.skipped)
-    if not req.nodes:
+        inputs = Inputs(live.nodes, live.existing, read_paths(req.workloads), live.version, live.skipped)
+    elif not req.nodes:
         raise InputError("--nodes", None, "at least one file of Node objects (or --kubeconfig)")
-    return Inputs(read_paths(req.nodes), read_paths(req.existing), read_paths(req.workloads))
+    else:
+        inputs = Inputs(read_paths(req.nodes), read_paths(req.existing), read_paths(req.workloads))
+    check_inputs(inputs, req)
+    return inputs
+
+
+#: Kinds that are pods to place (or pods running, in --existing).
+_POD_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "ReplicationController")
+
+
+def _counted(sources: list[Source]) -> str:
+    kinds: dict[str, int] = {}
+    for src in sources:
+        kinds[src.kind or "(no kind)"] = kinds.get(src.kind or "(no kind)", 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) or "nothing"
+
+
+def check_inputs(inputs: Inputs, req: PlaceRequest) -> None:
+    """Inputs that cannot mean what the user meant are refused, naming the flag and what it was given: no Node in
+    --nodes (swapped flags?), no workload to place, a workload without a name, two of one kind and name."""
+    flag = "--kubeconfig" if req.kubeconfig is not None else "--nodes"
+    if not any(s.kind == "Node" for s in inputs.nodes):
+        where = ", ".join(req.nodes) or "the cluster"
+        raise InputError(flag, where, f"Node objects (kubectl get nodes -o yaml); it holds {_counted(inputs.nodes)}")
+    if req.workloads and not any(s.kind in _POD_KINDS for s in inputs.workloads):
+        raise InputError(
+            "workloads",
+            ", ".join(req.workloads),
+            f"Pods or controllers to place ({', '.join(_POD_KINDS[:7])}); they hold {_counted(inputs.workloads)}",
+        )
+    seen: dict[tuple[str, str, str], Source] = {}
+    for src in inputs.workloads:
+        if src.kind not in _POD_KINDS:
+            continue
+        meta = src.obj.get("metadata") if isinstance(src.obj.get("metadata"), dict) else {}
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not name:
+            raise InputError(f"{src.kind} metadata.name", name, "a name: pods are reported by name", src.where)
+        key = (src.kind, str(meta.get("namespace") or "default"), str(name))
+        first = seen.setdefault(key, src)
+        if first is not src:
+            raise InputError(
+                f"{src.kind} {key[1]}/{key[2]}",
+                src.where,
+                f"one object per kind, namespace and name (the same is at {first.where})",
+            )
 
 
 def scheduler_profile(

@@ -71,8 +71,26 @@ def run(
         for p in inventory.new
         if not p.invalid and p.wants_gpu and p.scheduler_name != served
     ]
-    result.warnings = warnings + _model_limits(inventory, semantics)
+    result.warnings = warnings + _replay_gaps(inventory, node_order or {}) + _model_limits(inventory, semantics)
     return result
+
+
+def _replay_gaps(inventory: Inventory, order: Mapping[str, str]) -> list[str]:
+    """--node-order lines that replay nothing: a node not in the fleet (its pod stays pending), a pod not placed."""
+    if not order:
+        return []
+    nodes = {n.name for n in inventory.nodes}
+    pods = {p.key for p in inventory.new}
+    gaps = [
+        f"--node-order: {pod} -> {node}: no node {node} in the fleet, the pod stays pending"
+        for pod, node in order.items()
+        if pod in pods and node not in nodes
+    ]
+    unknown = [pod for pod in order if pod not in pods]
+    if unknown:
+        listed = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        gaps.append(f"--node-order: {len(unknown)} pods named are not among the pods to place: {listed}")
+    return gaps
 
 
 def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None:

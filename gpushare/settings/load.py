@@ -6,10 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpushare.errors import InputError
-from gpushare.settings.model import InstallerSettings, load_settings
+from gpushare.kube.documents import compose_all
+from gpushare.settings.model import API_VERSION, KIND, InstallerSettings, load_settings
 from gpushare.settings.options import apply
 
 
@@ -19,16 +18,17 @@ def load_config(path: str | Path) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError("--config", str(path), f"a readable file ({exc.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}" if mark is not None else "somewhere"
-        raise InputError("--config", str(path), f"valid YAML (error at {line})") from None
-    if data is None:
-        return {}
+    documents = [data for _, data in compose_all(text, str(path), "--config") if data is not None]
+    if not documents:
+        raise InputError("--config", str(path), "a settings document (the file holds none)")
+    if len(documents) > 1:
+        raise InputError("--config", str(path), f"one settings document (the file holds {len(documents)})")
+    (data,) = documents
     if not isinstance(data, dict):
         raise InputError("--config", str(path), "a YAML mapping (apiVersion, kind, settings...)")
+    for key, value in (("apiVersion", API_VERSION), ("kind", KIND)):
+        if key not in data:
+            raise InputError(key, None, f"{value}: a settings file says what it is", str(path))
     return data
 
 

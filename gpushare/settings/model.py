@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from gpushare.domain import cgpu, kinds, labels, profiles
-from gpushare.domain.versions import CONFIG_APIS, KubeVersion, parse_kube_version
+from gpushare.domain.versions import CONFIG_APIS, MINORS, KubeVersion, parse_kube_version
 from gpushare.errors import InputError
 
 API_VERSION: Final = kinds.API_VERSION
@@ -29,11 +29,22 @@ class _Model(BaseModel):
     )
 
 
+#: The repository part of an image reference (distribution/reference regexp.go): an optional registry host with
+#: port, then lowercase path components separated by `.`, `_`, `__` or dashes.
+_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+REPOSITORY_PATTERN = rf"^(?:{_HOST}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$"
+
+
 class Image(_Model):
     """A container image; a digest, when set, pins it and wins over the tag."""
 
     repository: str = Field(
-        description="Image repository, without tag.", min_length=1, pattern=r"^[^\s:@]+(:\d+)?(/[^\s:@]+)*$"
+        description="Image repository, without tag: [registry[:port]/]path, as the OCI distribution reference "
+        "grammar defines it (lowercase path components).",
+        min_length=1,
+        max_length=255,
+        pattern=REPOSITORY_PATTERN,
     )
     tag: str = Field(
         "",
@@ -48,7 +59,9 @@ class Image(_Model):
     pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field("IfNotPresent", description="imagePullPolicy.")
 
 
-Quantity = str | int
+#: A Kubernetes quantity as the API's OpenAPI defines it (apimachinery resource.Quantity): `100m`, `256Mi`, `1e3`.
+QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)] | Annotated[int, Field(ge=0)]
 
 
 class Resources(_Model):
@@ -155,6 +168,7 @@ class InstallerSettings(_Model):
         description="Target Kubernetes: a minor 1.20-1.28 or a full v1.X.Y. Unset: a chart that picks the "
         "scheduler configuration from the cluster's version at install time.",
     )
+
     profile: Literal["ack", "open-source"] = Field(
         profiles.ACK,
         description="ack: ACK Pro components and rules; open-source: upstream gpushare extender and "
@@ -195,6 +209,14 @@ class InstallerSettings(_Model):
     extender: ExtenderSettings = Field(description="Scheduler extender (secondary and control-plane modes).")
     device_plugin: DevicePluginSettings = Field(description="Device plugin.")
     cgpu: CgpuSettings = Field(description="cGPU installer (cgpu and core_mem nodes).")
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        """YAML reads an unquoted 1.20 as the number 1.2: say so rather than refuse a number nobody wrote."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise ValueError(f'a quoted version such as "1.{MINORS[0]}" (YAML read an unquoted {value} as a number)')
+        return value.strip() if isinstance(value, str) else value
 
     @model_validator(mode="before")
     @classmethod
@@ -278,6 +300,15 @@ def _registry(profile: str, region: Any) -> str:
     return "registry.cn-hangzhou.aliyuncs.com/acs"
 
 
+#: Patterns said in words: a message names what is allowed, not a regular expression.
+_PATTERN_WORDS = {
+    QUANTITY_PATTERN: "a Kubernetes quantity such as 100m, 256Mi or 2",
+    REPOSITORY_PATTERN: "an image repository such as registry.example.com/acs/name (host[:port]/, lowercase path)",
+}
+#: Parts of a validation error's location that name a branch of a union, not a field.
+_UNION_BRANCHES = ("constrained-str", "constrained-int", "str", "int")
+
+
 def _describe_allowed(error: Any) -> str:
     ctx = error.get("ctx") or {}
     if "expected" in ctx:
@@ -285,7 +316,7 @@ def _describe_allowed(error: Any) -> str:
     if error["type"] == "extra_forbidden":
         return "a known setting: " + ", ".join(_known_keys(error["loc"][:-1]))
     if "pattern" in ctx:
-        return f"a value matching {ctx['pattern']}"
+        return _PATTERN_WORDS.get(ctx["pattern"], f"a value matching {ctx['pattern']}")
     for key, word in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
         if key in ctx:
             return f"a number {word} {ctx[key]}"
@@ -315,11 +346,21 @@ def load_settings(data: dict[str, Any] | None = None, where: str | None = None) 
     try:
         settings = InstallerSettings.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"] if not str(p).startswith("function-")) or "settings"
+        errors = exc.errors()
+        # a value of a union (a quantity: string or number) fails each branch: say the branch its type chose
+        error = next((e for e in errors if not str(e["type"]).endswith(("_type", "_parsing"))), errors[0])
+        parts = [str(p) for p in error["loc"] if not str(p).startswith("function-") and p not in _UNION_BRANCHES]
+        field = ".".join(parts) or "settings"
         raise InputError(field, error.get("input"), _describe_allowed(error), where) from None
     if settings.kubernetes_version is not None:
         parse_kube_version(settings.kubernetes_version)
+    for key, component in (
+        ("extender", settings.extender),
+        ("devicePlugin", settings.device_plugin),
+        ("cgpu", settings.cgpu),
+    ):
+        if not component.image.tag and not component.image.digest:  # only the scheduler's tag may follow the cluster
+            raise InputError(f"{key}.image.tag", "", "a tag or a digest (an empty tag would pull 'repository:')", where)
     return settings
 
 

@@ -104,6 +104,18 @@ def _small_unit_autoscaling(s: InstallerSettings, ctx: ClusterFacts) -> Iterable
         yield "gpuMemoryUnit", s.gpu_memory_unit, "1GiB if node autoscaling must add nodes for pending GPU pods"
 
 
+def _unknown_patch(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    version = s.version
+    if version is not None and versions.newer_than_known(version):
+        newest = versions.KubeVersion(version.minor).full
+        yield (
+            "kubernetesVersion",
+            s.kubernetes_version,
+            f"a released patch: the newest 1.{version.minor} gpushare knows is {newest}; the kube-scheduler image "
+            f"{version.full} must exist",
+        )
+
+
 def _policy_secondary(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     version = s.version
     if (
@@ -368,5 +380,14 @@ RULES: tuple[Rule, ...] = (
         "Use scheduler.mode managed on ACK Pro, or serve share nodes only.",
         sources.section(sources.EXTENDER, "no cGPU cap, multi-GPU or compute allocation"),
         _ack_without_ack_scheduler,
+    ),
+    Rule(
+        "GS121",
+        "warning",
+        "settings",
+        "Kubernetes patch newer than the newest gpushare knows",
+        "Check the release exists (its kube-scheduler image is pulled by that tag), or name a known patch.",
+        sources.GPUSHARE_VERSIONS,
+        _unknown_patch,
     ),
 )

@@ -1,0 +1,196 @@
+"""Every input answered: alias bombs, swapped or empty files, nameless and duplicate objects, replay lines that
+replay nothing, version strings as vendors write them, quantities and images as Kubernetes and OCI define them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers import REPO
+
+from gpushare.cli import main
+from gpushare.domain.versions import parse_kube_version
+from gpushare.errors import QUOTE_LIMIT, InputError
+from gpushare.settings.model import load_settings
+
+BOMB = "\n".join(
+    [
+        "apiVersion: gpushare.io/v1alpha1",
+        "kind: InstallerSettings",
+        'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+        *(f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]" for p, n in zip("abcdefgh", "bcdefghi", strict=True)),
+    ]
+)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("command", ["render --config", "validate", "place --nodes"])
+def test_an_alias_bomb_is_refused_before_it_expands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BOMB)
+    code, out, err = run(capsys, *command.split(), str(bomb), *(["w.yaml"] if command.startswith("place") else []))
+    assert code == 2 and not out
+    assert "aliases expand to at most 1,000,000 nodes" in err and len(err) < 400, err
+
+
+def test_anchors_in_real_manifests_are_fine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: &l {app: a}}\nspec:\n  containers: []\n"
+    (tmp_path / "p.yaml").write_text(doc + "---\n" + doc.replace("name: p", "name: q"))
+    code, out, _ = run(capsys, "validate", str(tmp_path / "p.yaml"))
+    assert code == 0 and "2 objects" in out
+
+
+def test_messages_quote_at_most_a_line_of_a_value(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "render", "--kube-version", "1." + "9" * 10_000)
+    assert code == 2 and len(err) < QUOTE_LIMIT + 200 and "..." in err
+
+
+def node(name: str) -> dict[str, Any]:
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", "aliyun.com/gpu-mem": "16", "aliyun.com/gpu-count": "1"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"capacity": capacity}}
+
+
+def pod(name: str | None, namespace: str = "ml") -> dict[str, Any]:
+    limits = {"aliyun.com/gpu-mem": 2}
+    meta = {"namespace": namespace, **({"name": name} if name else {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]},
+    }
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all([node("a"), node("b")]))
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all([pod("p"), pod("q")]))
+    (tmp_path / "empty.yaml").write_text("# nothing here\n")
+    return tmp_path
+
+
+def test_swapped_or_empty_inputs_are_refused(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "place", "--nodes", str(files / "pods.yaml"), str(files / "nodes.yaml"))
+    assert code == 2 and "expected Node objects (kubectl get nodes -o yaml); it holds 2 Pod" in err
+    code, _, err = run(capsys, "place", "--nodes", str(files / "nodes.yaml"), str(files / "nodes.yaml"))
+    assert code == 2 and "expected Pods or controllers to place" in err and "they hold 2 Node" in err
+    code, _, err = run(capsys, "place", "--nodes", str(files / "empty.yaml"), str(files / "pods.yaml"))
+    assert code == 2 and "it holds nothing" in err
+
+
+def test_nameless_and_duplicate_objects_are_refused(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (files / "w.yaml").write_text(yaml.safe_dump_all([pod("p"), pod(None)]))
+    code, _, err = run(capsys, "place", "--nodes", str(files / "nodes.yaml"), str(files / "w.yaml"))
+    assert code == 2 and f"{files / 'w.yaml'}:" in err and "Pod metadata.name: unset is not allowed" in err
+    (files / "w.yaml").write_text(yaml.safe_dump_all([pod("p"), pod("p", "other"), pod("p")]))
+    code, _, err = run(capsys, "place", "--nodes", str(files / "nodes.yaml"), str(files / "w.yaml"))
+    assert code == 2 and "Pod ml/p" in err and f"the same is at {files / 'w.yaml'}:1" in err
+
+
+def test_replay_lines_that_replay_nothing_are_said(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (files / "order.txt").write_text("ml/p gone\nml/nobody a\n")
+    args = ["place", "--nodes", str(files / "nodes.yaml"), str(files / "pods.yaml"), "--node-order"]
+    _, out, _ = run(capsys, *args, str(files / "order.txt"), "-o", "json")
+    warnings = json.loads(out)["warnings"]
+    assert "--node-order: ml/p -> gone: no node gone in the fleet, the pod stays pending" in warnings
+    assert "--node-order: 1 pods named are not among the pods to place: ml/nobody" in warnings
+
+
+@pytest.mark.parametrize(
+    ("text", "minor", "patch"),
+    [
+        ("1.24", 24, None),
+        (" v1.24.7-aliyun.1 ", 24, 7),  # ACK's own format
+        ("v1.28.3-gke.100", 28, 3),
+        ("v1.26.3+k3s1", 26, 3),
+        ("v1.28.99", 28, 99),  # accepted; GS121 warns
+    ],
+)
+def test_versions_as_clusters_report_them(text: str, minor: int, patch: int | None) -> None:
+    version = parse_kube_version(text)
+    assert (version.minor, version.patch) == (minor, patch)
+
+
+@pytest.mark.parametrize("text", ["1.19", "1.29.1", "v2.1", "1.24.x", "latest"])
+def test_versions_outside_the_table_are_refused(text: str) -> None:
+    with pytest.raises(InputError):
+        parse_kube_version(text)
+
+
+def test_settings_files_say_what_they_are(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "s.yaml"
+    config.write_text("kubernetesVersion: 1.20\n")
+    code, _, err = run(capsys, "render", "--config", str(config), "-o", str(tmp_path / "o"))
+    assert code == 2 and "apiVersion: unset is not allowed; expected gpushare.io/v1alpha1" in err
+    config.write_text("apiVersion: gpushare.io/v1alpha1\nkind: InstallerSettings\nkubernetesVersion: 1.20\n")
+    code, _, err = run(capsys, "render", "--config", str(config), "-o", str(tmp_path / "o"))
+    assert code == 2 and 'expected a quoted version such as "1.20" (YAML read an unquoted 1.2 as a number)' in err
+    config.write_text('apiVersion: gpushare.io/v1alpha1\nkind: InstallerSettings\nkubernetesVersion: " 1.24 "\n')
+    assert run(capsys, "render", "--config", str(config), "-o", str(tmp_path / "o"))[0] == 0
+    assert load_settings({"kubernetesVersion": " 1.24 "}).kubernetes_version == "1.24"
+    assert not (tmp_path / "o.gpushare-backup").exists()
+
+
+@pytest.mark.parametrize(
+    ("document", "field", "allowed"),
+    [
+        ({"scheduler": {"resources": {"limits": {"memory": "lots"}}}}, "scheduler.resources.limits.memory", "quantity"),
+        ({"scheduler": {"resources": {"requests": {"cpu": -1}}}}, "scheduler.resources.requests.cpu", ">= 0"),
+        (
+            {"devicePlugin": {"image": {"repository": "Registry/ACS/Plugin", "tag": "1"}}},
+            "devicePlugin.image.repository",
+            "lowercase path",
+        ),
+        (
+            {"devicePlugin": {"image": {"repository": "registry.example.com/acs/p", "tag": ""}}},
+            "devicePlugin.image.tag",
+            "a tag or a digest",
+        ),
+        ({"extender": {"image": {"repository": "r.example.com/x", "tag": "v1:2"}}}, "extender.image.tag", "matching"),
+    ],
+)
+def test_quantities_and_images_as_kubernetes_and_oci_define_them(
+    document: dict[str, Any], field: str, allowed: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        load_settings(document)
+    assert caught.value.field == field and allowed in caught.value.allowed
+
+
+def test_registry_with_port_and_digest_are_accepted() -> None:
+    digest = "sha256:" + "a" * 64
+    settings = load_settings(
+        {"devicePlugin": {"image": {"repository": "registry.local:5000/acs/p", "tag": "", "digest": digest}}}
+    )
+    assert settings.device_plugin.image.digest == digest
+
+
+def test_helm_refuses_a_bad_quantity_with_the_schema(tmp_path: Path) -> None:
+    from toolchain import HELM, need_tool
+
+    result = subprocess.run(
+        [
+            str(need_tool(HELM)),
+            "template",
+            "x",
+            str(REPO / "charts" / "ack-ai-installer"),
+            "--set",
+            "devicePlugin.resources.limits.memory=lots",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0 and "devicePlugin.resources.limits.memory" in result.stderr.replace("/", "."), (
+        result.stderr
+    )
