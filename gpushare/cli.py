@@ -128,6 +128,7 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
         help=f"pods per GPU on cgpu nodes (default {cgpu.MAX_PODS_PER_GPU}, ACK's 128MiB notes)",
     )
     p.add_argument("-o", "--output", choices=("table", "json", "inspect"), default="table", help="output form")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal after 2 s)")
     if workloads:
         p.add_argument(
             "--scheduler-name",
@@ -172,6 +173,7 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
         facts.add_argument(f"--{flag}", metavar="VALUE", help=text)
     p.add_argument("-o", "--output", choices=("text", "json", "sarif"), default="text", help="output form")
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal after 2 s)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -285,6 +287,7 @@ def _cmd_place(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         context=args.context,
         explain=getattr(args, "explain", False),
+        quiet=args.quiet,
     )
     return place_command(request, sys.stdout)
 
@@ -309,9 +312,13 @@ def _print_report(report: Any, args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from gpushare.policy.engine import ClusterFacts
     from gpushare.policy.validate import read_inputs, validate
+    from gpushare.progress import wanted
 
     sources = read_inputs(args.paths)
-    return _print_report(validate(sources, ClusterFacts(**_facts(args))), args)  # type: ignore[arg-type]
+    if not sources:
+        print(f"gpushare: warning: no Kubernetes objects in {', '.join(args.paths)}", file=sys.stderr)
+    report = validate(sources, ClusterFacts(**_facts(args)), wanted(args.quiet))  # type: ignore[arg-type]
+    return _print_report(report, args)
 
 
 def _cmd_preflight(args: argparse.Namespace) -> int:

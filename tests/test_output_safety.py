@@ -3,10 +3,15 @@ refuses everything else with exit 2 naming the path (nothing written), and with 
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -168,3 +173,44 @@ def test_an_interrupt_is_one_line_and_leaves_no_output(
     out, err = process.communicate(timeout=60)
     assert (process.returncode, out, err) == (code, "", f"gpushare: {line}\n")
     assert not plot.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["nodes.yaml", "w.yaml"]
+
+
+def _stderr_on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """Run gpushare with stderr on a pseudo-terminal of 100 columns; what the terminal showed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    command = [sys.executable, "-m", "gpushare", *args]
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    os.close(slave)
+    shown = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 1)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            shown += data
+        elif process.poll() is not None:
+            break
+    assert process.wait(timeout=120) == 0
+    os.close(master)
+    return shown.decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_only(tmp_path: Path) -> None:
+    capacity = {"cpu": "64", "memory": "256Gi", "pods": "110", "aliyun.com/gpu-mem": "128", "aliyun.com/gpu-count": "8"}
+    nodes = [{"kind": "Node", "metadata": {"name": f"n{i}"}, "status": {"capacity": capacity}} for i in range(50)]
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": nodes}))
+    container = {"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": 1}}}
+    spec = {"replicas": 5000, "template": {"spec": {"containers": [container]}}}
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ml"}, "spec": spec}
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(deploy))
+    env = {**os.environ, "GPUSHARE_PROGRESS_DELAY": "0"}  # the bar's 2 s delay, shortened for a small run
+    args = ["place", "--nodes", "nodes.yaml", "w.yaml", "-o", "json"]
+    assert "/5000 [" in _stderr_on_a_terminal(args, tmp_path, env)
+    assert "/5000 [" not in _stderr_on_a_terminal([*args, "--quiet"], tmp_path, env)
+    piped = subprocess.run([sys.executable, "-m", "gpushare", *args], cwd=tmp_path, env=env, capture_output=True)
+    assert piped.returncode == 0 and piped.stderr == b""  # not a terminal: nothing

@@ -13,13 +13,14 @@ from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.versions import MINORS, choose_api, default_api, parse_kube_version
 from gpushare.errors import InputError
-from gpushare.kube.documents import Source, read_paths
+from gpushare.kube.documents import Source, mapping, read_paths
 from gpushare.placement import compare as comparing
 from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
 from gpushare.placement.plot import write_plot
 from gpushare.placement.report import inspect_text, summary, to_dict, to_text
 from gpushare.placement.run import run
+from gpushare.progress import wanted
 
 
 def read_node_order(path: str) -> dict[str, str]:
@@ -59,6 +60,7 @@ class PlaceRequest:
     #: its configuration API (default: the one gpushare renders for that minor).
     kube_version: str | None = None
     scheduler_config_api: str | None = None
+    quiet: bool = False  # no progress bar on a terminal
 
 
 @dataclass
@@ -112,8 +114,8 @@ def check_inputs(inputs: Inputs, req: PlaceRequest) -> None:
     for src in inputs.workloads:
         if src.kind not in _POD_KINDS:
             continue
-        meta = src.obj.get("metadata") if isinstance(src.obj.get("metadata"), dict) else {}
-        name = meta.get("name") if isinstance(meta, dict) else None
+        meta = mapping(src.obj.get("metadata"))
+        name = meta.get("name")
         if not name:
             raise InputError(f"{src.kind} metadata.name", name, "a name: pods are reported by name", src.where)
         key = (src.kind, str(meta.get("namespace") or "default"), str(name))
@@ -162,7 +164,7 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
 
     def once(semantics: Semantics) -> Any:
         inventory = build(inputs.nodes, inputs.existing, inputs.workloads, semantics, input_unit)
-        result = run(inventory, semantics, req.engine, order, req.explain)  # type: ignore[arg-type]
+        result = run(inventory, semantics, req.engine, order, req.explain, wanted(req.quiet))  # type: ignore[arg-type]
         result.warnings[:0] = [*notes, *inputs.notes]
         return result
 

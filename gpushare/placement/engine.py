@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpushare.placement import interpod, plugins, scoring
@@ -209,10 +209,12 @@ def place(
     semantics: Semantics,
     node_order: dict[str, str] | None = None,
     explain: bool = False,
+    tick: Callable[[], None] = lambda: None,
 ) -> PlacementResult:
     engine = FastEngine(nodes, semantics, explain, pods)
     result = PlacementResult(semantics, nodes=nodes)
     for pod in pods:
+        tick()
         if node_order and pod.key in node_order:
             engine.fixed(pod, node_order[pod.key], result)
             continue

@@ -6,6 +6,7 @@ The fast engine must agree with it exactly (tests/test_placement_properties.py).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from gpushare.placement import interpod, plugins, scoring
 from gpushare.placement.model import Node, Pod, Semantics
@@ -18,9 +19,11 @@ def place(
     semantics: Semantics,
     node_order: dict[str, str] | None = None,
     explain: bool = False,
+    tick: Callable[[], None] = lambda: None,
 ) -> PlacementResult:
     result = PlacementResult(semantics, nodes=nodes)
     for pod in pods:
+        tick()
         fixed = (node_order or {}).get(pod.key)
         candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
         cycle = interpod.prefilter(pod, nodes, semantics.scheduler)

@@ -18,6 +18,7 @@ from gpushare.placement import plugins, reference
 from gpushare.placement.inputs import Inventory, build
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.result import Invalid, NotServed, PlacementResult
+from gpushare.progress import progress
 
 EngineName = Literal["fast", "reference"]
 
@@ -57,14 +58,17 @@ def run(
     engine: EngineName = "fast",
     node_order: Mapping[str, str] | None = None,
     explain: bool = False,
+    show_progress: bool = False,
 ) -> PlacementResult:
-    """Place the inventory's new pods after charging its existing ones; invalid pods are reported, not placed."""
+    """Place the inventory's new pods after charging its existing ones; invalid pods are reported, not placed.
+    `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds."""
     refuse_unsupported_unit(inventory.nodes, semantics)
     warnings = charge_existing(inventory.nodes, inventory.existing, semantics)
     runner = fast_engine.place if engine == "fast" else reference.place
     served = semantics.served_scheduler
     valid = [p for p in inventory.new if not p.invalid and (p.scheduler_name == served or not p.wants_gpu)]
-    result = runner(inventory.nodes, valid, semantics, dict(node_order or {}), explain)
+    with progress(len(valid), "pods", show_progress) as tick:
+        result = runner(inventory.nodes, valid, semantics, dict(node_order or {}), explain, tick)
     result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in inventory.new if p.invalid]
     result.not_served = [
         NotServed(p.namespace, p.name, p.scheduler_name, served, p.source)

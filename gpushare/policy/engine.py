@@ -96,12 +96,15 @@ def evaluate_one(
     return [Finding(rule, *offence, name, source) for rule in rules for offence in rule.check(target, facts)]
 
 
-def evaluate(subjects: Iterable[Subject], facts: ClusterFacts, rules: Iterable[Rule]) -> list[Finding]:
+def evaluate(
+    subjects: Iterable[Subject], facts: ClusterFacts, rules: Iterable[Rule], tick: Callable[[], None] = lambda: None
+) -> list[Finding]:
     """Every finding of every rule on every subject of its target kind, in subject then rule order."""
     by_target: dict[str, list[Rule]] = {}
     for rule in rules:
         by_target.setdefault(rule.target, []).append(rule)
     findings: list[Finding] = []
     for subject in subjects:
+        tick()
         findings += evaluate_one(subject.obj, facts, by_target.get(subject.target, ()), subject)
     return findings

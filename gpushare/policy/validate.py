@@ -19,6 +19,7 @@ from gpushare.kube.workloads import read_workload
 from gpushare.policy.engine import ClusterFacts, Finding, Subject, evaluate, evaluate_one
 from gpushare.policy.rules import RULES
 from gpushare.policy.rules.settings import DOCUMENT_RULE
+from gpushare.progress import progress
 from gpushare.settings.model import KIND as SETTINGS_KIND
 from gpushare.settings.model import InstallerSettings, load_settings
 
@@ -93,8 +94,11 @@ def subjects_of(sources: Iterable[Source]) -> tuple[list[Subject], list[Finding]
     return subjects, findings, ignored
 
 
-def validate(objects: Iterable[dict[str, Any] | Source], context: ClusterFacts | None = None) -> Report:
-    """Run every rule on the objects (dicts as `yaml.safe_load` gives them, or Sources with file:line)."""
+def validate(
+    objects: Iterable[dict[str, Any] | Source], context: ClusterFacts | None = None, show_progress: bool = False
+) -> Report:
+    """Run every rule on the objects (dicts as `yaml.safe_load` gives them, or Sources with file:line);
+    `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds."""
     sources = [o if isinstance(o, Source) else Source(o, f"object[{i}]") for i, o in enumerate(objects)]
     subjects, findings, ignored = subjects_of(sources)
     ctx = context or ClusterFacts()
@@ -120,7 +124,8 @@ def validate(objects: Iterable[dict[str, Any] | Source], context: ClusterFacts |
         workloads=[s.obj for s in subjects if s.target == "workload"],
     )
     subjects.append(Subject("cluster", "cluster", None, ctx))
-    findings += evaluate(subjects, ctx, RULES)
+    with progress(len(subjects), "objects", show_progress) as tick:
+        findings += evaluate(subjects, ctx, RULES, tick)
     return Report(findings, len(sources), ignored)
 
 

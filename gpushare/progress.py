@@ -1,0 +1,45 @@
+"""Progress on a terminal for work that runs long: a bar on stderr once two seconds have passed (tqdm's delay),
+never when stderr is not a terminal or the user asked for quiet, so pipelines and logs see nothing of it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+#: Units of work between two updates of the bar: a tick stays a counter increment for hot loops.
+_BATCH = 512
+
+
+def wanted(quiet: bool = False) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+@contextmanager
+def progress(total: int, unit: str, enabled: bool) -> Iterator[Callable[[], None]]:
+    """A `tick()` to call once per unit of work; a no-op unless enabled."""
+    if not enabled or total < _BATCH:
+        yield _nothing
+        return
+    from tqdm import tqdm
+
+    delay = float(os.environ.get("GPUSHARE_PROGRESS_DELAY", "2"))  # seconds before a bar appears
+    bar = tqdm(total=total, unit=f" {unit}", delay=delay, file=sys.stderr, leave=False, dynamic_ncols=True)
+    count = 0
+
+    def tick() -> None:
+        nonlocal count
+        count += 1
+        if count == _BATCH:
+            bar.update(count)
+            count = 0
+
+    try:
+        yield tick
+    finally:
+        bar.close()
+
+
+def _nothing() -> None:
+    return None
