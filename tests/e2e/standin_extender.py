@@ -37,6 +37,8 @@ from kubernetes.client.exceptions import ApiException
 GPU_MEM = "aliyun.com/gpu-mem"
 GPU_COUNT = "aliyun.com/gpu-count"
 INSUFFICIENT = "Insufficient GPU Memory in one device"
+#: Pods named so are the test's settle probes: the stand-in records the nodes kube-scheduler offered and refuses all.
+SETTLE_PREFIX = "settle-"
 
 
 def _quantity(value: Any) -> int:
@@ -61,6 +63,7 @@ class StandIn:
     calls: list[tuple[str, str]] = field(default_factory=list)  # (verb, pod)
     errors: list[str] = field(default_factory=list)  # what a verb failed on, for the test to show
     lock: threading.Lock = field(default_factory=threading.Lock)
+    offered: dict[str, set[str]] = field(default_factory=dict)  # settle probe -> nodes kube-scheduler offered it
 
     def __post_init__(self) -> None:
         api = config.new_client_from_config(config_file=str(self.kubeconfig))
@@ -109,13 +112,17 @@ class StandIn:
         names = args.get("NodeNames")
         if names is None:
             names = [n["metadata"]["name"] for n in ((args.get("Nodes") or {}).get("items") or [])]
+        meta = pod.get("metadata") or {}
+        if str(meta.get("name", "")).startswith(SETTLE_PREFIX):
+            with self.lock:
+                self.offered.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", set()).update(names)
+            return {"Nodes": None, "NodeNames": [], "FailedNodes": dict.fromkeys(names, "settle probe"), "Error": ""}
         fits, failed = [], {}
         for name in names:
             if request == 0 or self.choose(name, request) is not None:
                 fits.append(name)
             else:
                 failed[name] = INSUFFICIENT
-        meta = pod.get("metadata") or {}
         self.record("filter", f"{meta.get('namespace')}/{meta.get('name')}")
         return {"Nodes": None, "NodeNames": fits, "FailedNodes": failed, "Error": ""}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from differential import Scenario, scenario
 from kube import api, gpu_node
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from standin_extender import StandIn
+from standin_extender import SETTLE_PREFIX, StandIn
 from test_extender_binding import rendered_scheduler
 
 from gpushare.domain.kubescheduler import scoring_profile
@@ -37,11 +38,13 @@ NOWHERE = "(pending in the real run)"  # a node_order target that does not exist
 Outcome = tuple[str, int] | None
 
 
-def create(core: Any, apps: Any, case: Scenario) -> None:
-    for node in case.nodes:
+def create(core: Any, apps: Any, case: Scenario, standin: StandIn, log: Path) -> None:
+    gpu_last = sorted(case.nodes, key=lambda n: bool(_gpu_mem(n)))  # see `settle`
+    for node in gpu_last:
         core.create_node({k: v for k, v in node.items() if k != "status"} | {"spec": {}})
         core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
         core.patch_node(node["metadata"]["name"], {"spec": {"taints": node["spec"].get("taints")}})
+    settle(core, standin, [n["metadata"]["name"] for n in gpu_last if _gpu_mem(n)], log)
     for node in case.nodes:  # a kubelet's next status report, once every node exists (see `heartbeat`)
         heartbeat(core, node)
     for config_map in case.config_maps:
@@ -51,6 +54,35 @@ def create(core: Any, apps: Any, case: Scenario) -> None:
     for pod in case.running:
         core.create_namespaced_pod("default", {k: v for k, v in pod.items() if k != "status"})
         core.patch_namespaced_pod_status(pod["metadata"]["name"], "default", {"status": pod["status"]})
+
+
+def _gpu_mem(node: dict[str, Any]) -> int:
+    return int(str((node.get("status") or {}).get("capacity", {}).get("aliyun.com/gpu-mem", 0)))
+
+
+def settle(core: Any, standin: StandIn, gpu_nodes: list[str], log: Path, timeout: float = 60) -> None:
+    """Wait until kube-scheduler's cache holds every node with its status, before the heartbeats.
+
+    Its node informer hands a node's queued events over together, keys in the order they were first queued: under
+    a burst n0's heartbeat could be applied before n1.. were even added, and n0 would keep counting an image's
+    holders as itself alone (the harness race behind a once-failing 1.20 scenario). A probe pod asking for GPU
+    memory and tolerating every taint is offered to each GPU node whose status the scheduler holds; GPU nodes were
+    created last, so once all are offered every node before them is in too, and each heartbeat recounts all."""
+    if not gpu_nodes:
+        return
+    name = f"{SETTLE_PREFIX}{uuid.uuid4().hex[:8]}"
+    limits = {"aliyun.com/gpu-mem": "1"}
+    container = {"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"limits": limits}}
+    spec = {"schedulerName": "gpushare-scheduler", "tolerations": [{"operator": "Exists"}], "containers": [container]}
+    core.create_namespaced_pod("default", {"metadata": {"name": name}, "spec": spec})
+    deadline = time.monotonic() + timeout
+    try:
+        while not set(gpu_nodes) <= standin.offered.get(f"default/{name}", set()):
+            if time.monotonic() > deadline:
+                pytest.fail(f"kube-scheduler never offered {gpu_nodes} to a probe:\n{tail(log)}")
+            time.sleep(0.02)
+    finally:
+        core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
 
 
 def heartbeat(core: Any, node: dict[str, Any]) -> None:
@@ -94,8 +126,8 @@ def outcome(core: Any, name: str, log: Path, timeout: float = 30) -> Outcome:
     pytest.fail(f"pod {name} neither bound nor unschedulable after {timeout:.0f}s:\n{tail(log)}")
 
 
-def run_real(core: Any, apps: Any, case: Scenario, log: Path) -> dict[str, Outcome]:
-    create(core, apps, case)
+def run_real(core: Any, apps: Any, case: Scenario, log: Path, standin: StandIn) -> dict[str, Outcome]:
+    create(core, apps, case, standin, log)
     real: dict[str, Outcome] = {}
     try:
         for pod in case.pods:
@@ -151,7 +183,8 @@ def judge(case: Scenario, real: dict[str, Outcome], semantics: Semantics) -> tup
 
 @pytest.fixture
 def scheduler(cluster: ControlPlane, tmp_path: Path) -> Any:
-    """The real kube-scheduler on the rendered configuration, the stand-in extender behind it; (core, apps, log)."""
+    """The real kube-scheduler on the rendered configuration, the stand-in extender behind it;
+    (core, apps, log, stand-in)."""
     port = free_port()
     standin = StandIn(cluster.kubeconfig)
     server = standin.serve(port)
@@ -168,7 +201,7 @@ def scheduler(cluster: ControlPlane, tmp_path: Path) -> Any:
         core.create_namespaced_pod("default", probe)
         assert outcome(core, "probe", process.log, timeout=120) is None
         core.delete_namespaced_pod("probe", "default", grace_period_seconds=0)
-        yield core, apps, process.log
+        yield core, apps, process.log, standin
     finally:
         server.shutdown()
         process.stop()
@@ -177,13 +210,13 @@ def scheduler(cluster: ControlPlane, tmp_path: Path) -> Any:
 
 
 def test_place_agrees_with_the_real_scheduler(cluster: ControlPlane, scheduler: Any) -> None:
-    core, apps, log = scheduler
+    core, apps, log, standin = scheduler
     semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(cluster.minor))
     failures: list[str] = []
     compared = ties = 0
     for seed in range(SCENARIOS):
         case = scenario(seed)
-        real = run_real(core, apps, case, log)
+        real = run_real(core, apps, case, log, standin)
         found, tied = judge(case, real, semantics)
         failures += found
         ties += tied
@@ -227,7 +260,7 @@ def test_repeated_runs_fixed_outcomes_and_ties(cluster: ControlPlane, scheduler:
     """The same small cases, five times each: what every run does the dry run does; where runs differ, it reports
     a tie. 4 GPU pods on 4 empty identical nodes land on 4 different nodes; a node whose cpu is mostly requested
     by another pod is avoided."""
-    core, apps, log = scheduler
+    core, apps, log, standin = scheduler
     semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(cluster.minor))
     spread = _identical_nodes(4)
     spread.pods = _pods(4)
@@ -248,7 +281,7 @@ def test_repeated_runs_fixed_outcomes_and_ties(cluster: ControlPlane, scheduler:
     ]
     loaded.pods = _pods(2)
     for case, distinct in ((spread, 4), (loaded, None)):
-        runs = [run_real(core, apps, case, log) for _ in range(5)]
+        runs = [run_real(core, apps, case, log, standin) for _ in range(5)]
         names = [p["metadata"]["name"] for p in case.pods]
         for run in runs:  # every run, pod by pod on its own history: agrees wherever gpushare reports no tie
             assert all(run[name] is not None for name in names), run
