@@ -101,3 +101,14 @@ def test_checksum_follows_the_config() -> None:
     assert checksum == hashlib.sha256(text.encode()).hexdigest()
     assert rendered(extender={"port": 12346})[0] != checksum
     assert rendered(scheduler={"replicas": 2})[0] == checksum  # not in the file: no roll
+
+
+def test_cgpu_updates_cold_and_the_scheduler_pod_stops_fast() -> None:
+    """cGPU must not be swapped under running containers (seed 004: cold upgrade), so its installer DaemonSet
+    updates OnDelete; the upstream extender ignores the first SIGTERM, so the scheduler pod's grace period is short."""
+    cgpu = render({"isolation": ["share", "cgpu"]}, format="manifests").objects
+    (installer,) = [o for o in cgpu if o["kind"] == "DaemonSet" and o["metadata"]["name"].endswith("cgpu-installer")]
+    assert installer["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    secondary = render(profile="open-source", kube_version="1.24", format="manifests").objects
+    (deployment,) = [o for o in secondary if o["kind"] == "Deployment"]
+    assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5

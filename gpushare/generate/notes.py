@@ -69,11 +69,16 @@ _TEXT = _ENV.from_string(
 Upgrading cGPU is a cold upgrade: the installer DaemonSet updates OnDelete; on each node stop every container
 that uses cGPU, then delete that node's installer pod. A rolling update under running containers is unsafe.
 [% endif %]
-[% if mode != 'managed' %]
+[% if mode == 'secondary' %]
 
 The scheduler extender serves filter and bind without authentication on every interface of its pod; the
 NetworkPolicy rendered beside it admits nobody else. On a CNI without NetworkPolicy support every pod can
 call bind: use one that enforces NetworkPolicy.
+[% elif mode == 'control-plane' %]
+
+The scheduler extender serves filter and bind without authentication on port [[ extender_port ]] of each
+control-plane node's own network (the static pod uses the host network, where no NetworkPolicy applies):
+block that port from outside the node, as control-plane/README.md says.
 [% endif %]
 [% if mode == 'control-plane' %]
 
@@ -124,6 +129,7 @@ def notes(settings: InstallerSettings, requirements: dict[str, str] | None = Non
             placement_label=labels.PLACEMENT_LABEL,
             unit=unit,
             scheduler_name=scheduler_name,
+            extender_port=settings.extender.port,
             gpu_mem=labels.GPU_MEM,
             gpu_core=labels.GPU_CORE,
             gpu_count=labels.GPU_COUNT,

@@ -215,7 +215,7 @@ RULES: tuple[Rule, ...] = (
         "workload",
         "A pod cannot ask one GPU for more memory than any GPU has",
         "Lower the request, or split it with aliyun.com/gpu-count.",
-        sources.section(sources.EXTENDER, "pkg/cache/gpu.go (one device must hold the request)"),
+        sources.section(sources.EXTENDER, "pkg/cache/nodeinfo.go Assume (one device must hold the request)"),
         _too_big,
     ),
     Rule(
