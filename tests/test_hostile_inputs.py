@@ -155,7 +155,7 @@ def test_settings_files_say_what_they_are(tmp_path: Path, capsys: pytest.Capture
         (
             {"devicePlugin": {"image": {"repository": "registry.example.com/acs/p", "tag": ""}}},
             "devicePlugin.image.tag",
-            "a tag or a digest",
+            "a tag (--device-plugin-image-tag) or a digest",
         ),
         ({"extender": {"image": {"repository": "r.example.com/x", "tag": "v1:2"}}}, "extender.image.tag", "matching"),
     ],

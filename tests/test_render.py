@@ -112,3 +112,16 @@ def test_cgpu_updates_cold_and_the_scheduler_pod_stops_fast() -> None:
     secondary = render(profile="open-source", kube_version="1.24", format="manifests").objects
     (deployment,) = [o for o in secondary if o["kind"] == "Deployment"]
     assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5
+
+
+def test_the_plugin_is_told_the_unit_in_its_own_words() -> None:
+    """The open-source plugin knows GiB and MiB only: ACK's 1GiB is GiB to it; ACK's own plugin takes 1GiB."""
+
+    def unit_arg(**options: str) -> list[str]:
+        objects = render(format="manifests", **options).objects
+        plugins = [o for o in objects if o["kind"] == "DaemonSet" and "device-plugin" in o["metadata"]["name"]]
+        return [a for p in plugins for a in p["spec"]["template"]["spec"]["containers"][0]["command"] if "unit" in a]
+
+    assert unit_arg() == ["--memory-unit=GiB"]
+    ack_image = "registry.example.com/acs/ack-gpushare-device-plugin"
+    assert unit_arg(device_plugin_image_repository=ack_image, device_plugin_image_tag="v1") == ["--memory-unit=1GiB"]

@@ -84,12 +84,17 @@ helm.sh/chart: {{ include "gpushare.chart" .root }}
 #: The device plugin's --memory-unit; ACK's 128MiB unit needs ACK's own plugin image (GS119), also when a chart
 #: user sets the unit at install time.
 _MEMORY_UNIT_HELPER = f"""
-{{{{/* The device plugin's --memory-unit: 128MiB needs ACK's own plugin image (gpushare rule GS119). */}}}}
+{{{{/* The device plugin's --memory-unit: 128MiB needs ACK's own plugin image (gpushare rule GS119); the
+open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only). */}}}}
 {{{{- define "gpushare.memoryUnitArg" -}}}}
 {{{{- if and (eq .Values.gpuMemoryUnit "128MiB") (eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}") -}}}}
 {{{{- fail "gpuMemoryUnit 128MiB needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin knows GiB and MiB only and would report GiB [GS119]" -}}}}
 {{{{- end -}}}}
+{{{{- if and (eq .Values.gpuMemoryUnit "1GiB") (eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}") -}}}}
+--memory-unit=GiB
+{{{{- else -}}}}
 --memory-unit={{{{ .Values.gpuMemoryUnit }}}}
+{{{{- end -}}}}
 {{{{- end -}}}}
 """
 

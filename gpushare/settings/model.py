@@ -354,13 +354,19 @@ def load_settings(data: dict[str, Any] | None = None, where: str | None = None) 
         raise InputError(field, error.get("input"), _describe_allowed(error), where) from None
     if settings.kubernetes_version is not None:
         parse_kube_version(settings.kubernetes_version)
-    for key, component in (
-        ("extender", settings.extender),
-        ("devicePlugin", settings.device_plugin),
-        ("cgpu", settings.cgpu),
+    for key, flag, component in (
+        ("extender", "extender", settings.extender),
+        ("devicePlugin", "device-plugin", settings.device_plugin),
+        ("cgpu", "cgpu", settings.cgpu),
     ):
         if not component.image.tag and not component.image.digest:  # only the scheduler's tag may follow the cluster
-            raise InputError(f"{key}.image.tag", "", "a tag or a digest (an empty tag would pull 'repository:')", where)
+            raise InputError(
+                f"{key}.image.tag",
+                "",
+                f"a tag (--{flag}-image-tag) or a digest for image {component.image.repository}: an empty tag "
+                "would pull 'repository:', and a repository of your own takes no default tag",
+                where,
+            )
     return settings
 
 

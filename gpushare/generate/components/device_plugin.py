@@ -16,6 +16,7 @@ from gpushare.generate.components.common import (
 from gpushare.generate.components.rbac import DEVICE_PLUGIN_RULES, binding, cluster_role, service_account, subject_sa
 from gpushare.generate.template import Expr
 from gpushare.generate.values import ChartValues
+from gpushare.settings.model import is_open_source_plugin
 
 NAME = "device-plugin"
 KUBELET_DIR = "/var/lib/kubelet/device-plugins"
@@ -38,7 +39,9 @@ def node_selectors(ctx: ChartValues) -> dict[str | None, dict[str, str]]:
 
 
 def daemonset(ctx: ChartValues, mode: str | None, selector: dict[str, str]) -> dict[str, Any]:
-    unit = ctx.v("gpuMemoryUnit")
+    unit = ctx.v("gpuMemoryUnit").value
+    if unit == "1GiB" and is_open_source_plugin(ctx.settings.device_plugin.image):
+        unit = "GiB"  # the open-source plugin knows GiB and MiB only (upstream-plugin cmd/nvidia/main.go)
     plugin = container(
         ctx,
         "devicePlugin",
@@ -47,7 +50,7 @@ def daemonset(ctx: ChartValues, mode: str | None, selector: dict[str, str]) -> d
             "gpushare-device-plugin-v2",
             "-logtostderr",
             "--v=5",
-            Expr('include "gpushare.memoryUnitArg" .', f"--memory-unit={unit.value}"),
+            Expr('include "gpushare.memoryUnitArg" .', f"--memory-unit={unit}"),
         ],
         env=[NODE_NAME_ENV],
         # Root only to write the kubelet's device-plugin socket directory; nothing else is granted.
