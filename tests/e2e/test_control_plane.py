@@ -37,7 +37,7 @@ def helm(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
         {
             "profile": "ack",
             "gpuMemoryUnit": "128MiB",
-            "devicePlugin": {"image": {"repository": EXAMPLE_ACK_PLUGIN}},
+            "devicePlugin": {"image": {"repository": EXAMPLE_ACK_PLUGIN, "tag": "v1"}},
             "scheduler": {"mode": "secondary"},
         },
         {
