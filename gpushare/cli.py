@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 import textwrap
@@ -16,7 +17,7 @@ from gpushare.domain import cgpu, kinds, profiles
 from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.versions import CONFIG_APIS, MINORS
-from gpushare.errors import GpushareError
+from gpushare.errors import GpushareError, shown
 from gpushare.generate.render import FORMATS, render
 from gpushare.settings.options import OPTIONS
 
@@ -29,6 +30,13 @@ EXIT_TERMINATED = 143
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own usage errors: one line, exit 2
         self.exit(EXIT_USAGE, f"gpushare: error: {message}\n")
+
+
+def _scheduler_name(text: str) -> str:
+    """A schedulerName as Kubernetes validates it (a DNS subdomain), so a typo or '' is refused, not served."""
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", text):
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a scheduler name (lowercase DNS subdomain)")
+    return text
 
 
 def _render_parser(sub: Any) -> None:
@@ -133,6 +141,7 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
         p.add_argument(
             "--scheduler-name",
             metavar="NAME",
+            type=_scheduler_name,
             help="spec.schedulerName gpushare serves; GPU pods naming another are reported as not served "
             f"(default: {profiles.DEFAULT_SCHEDULER_NAME} for ack, {profiles.SECONDARY_SCHEDULER_NAME} for upstream)",
         )
@@ -170,7 +179,8 @@ FACT_FLAGS: dict[str, str] = {
 def _policy_args(p: argparse.ArgumentParser) -> None:
     facts = p.add_argument_group("cluster facts (what the rules check against)")
     for flag, text in FACT_FLAGS.items():
-        facts.add_argument(f"--{flag}", metavar="VALUE", help=text)
+        kind = _scheduler_name if flag == "scheduler-name" else str
+        facts.add_argument(f"--{flag}", metavar="VALUE", help=text, type=kind)
     p.add_argument("-o", "--output", choices=("text", "json", "sarif"), default="text", help="output form")
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal after 2 s)")

@@ -139,7 +139,7 @@ def test_settings_files_say_what_they_are(tmp_path: Path, capsys: pytest.Capture
     config.write_text('apiVersion: gpushare.io/v1alpha1\nkind: InstallerSettings\nkubernetesVersion: " 1.24 "\n')
     assert run(capsys, "render", "--config", str(config), "-o", str(tmp_path / "o"))[0] == 0
     assert load_settings({"kubernetesVersion": " 1.24 "}).kubernetes_version == "1.24"
-    assert not (tmp_path / "o.gpushare-backup").exists()
+    assert (tmp_path / "o" / "Chart.yaml").is_file() and not list(tmp_path.glob("o.gpushare-backup-*"))
 
 
 @pytest.mark.parametrize(

@@ -165,6 +165,11 @@ def test_gpu_pods_of_another_scheduler_are_not_served(fleet: Path, capsys: pytes
     assert sorted(p["name"] for p in json.loads(out)["placements"]) == ["stray", "web"]
     _, out, _ = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "w.yaml"), "-o", "json")
     assert [p["name"] for p in json.loads(out)["notServed"]] == ["mine"]
+    with pytest.raises(SystemExit) as usage:  # '' is a slip, not "serve every pod": argparse's exit 2
+        main([*args, "--scheduler-name", ""])
+    out, err = capsys.readouterr()
+    assert usage.value.code == 2 and not out
+    assert err.startswith("gpushare: error: argument --scheduler-name: '' is not")
 
 
 def test_128mib_units_are_refused_on_core_mem_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

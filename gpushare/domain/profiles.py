@@ -22,6 +22,12 @@ SECONDARY = "secondary"
 CONTROL_PLANE = "control-plane"
 
 
+def served_scheduler(mode: str, name: str | None = None) -> str:
+    """The spec.schedulerName whose pods reach the extender: the secondary scheduler's own name, else the default
+    scheduler (ACK's managed one, or the control plane's that calls the extender)."""
+    return (name or SECONDARY_SCHEDULER_NAME) if mode == SECONDARY else DEFAULT_SCHEDULER_NAME
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str

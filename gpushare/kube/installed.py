@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.domain.profiles import DEFAULT_SCHEDULER_NAME, MIB_PER_UNIT, SECONDARY, SECONDARY_SCHEDULER_NAME
+from gpushare.domain.profiles import MIB_PER_UNIT, served_scheduler
 from gpushare.kube.documents import mapping
 from gpushare.kube.nodes import NodeInfo
 
@@ -70,9 +70,7 @@ class Release:
     @property
     def scheduler_name(self) -> str:
         scheduler = mapping(self.values.get("scheduler"))
-        if scheduler.get("mode") == SECONDARY:
-            return str(scheduler.get("name") or SECONDARY_SCHEDULER_NAME)
-        return DEFAULT_SCHEDULER_NAME
+        return served_scheduler(str(scheduler.get("mode")), str(scheduler.get("name") or "") or None)
 
 
 def daemonset_units(daemonsets: Iterable[dict[str, Any]]) -> list[UnitReading]:

@@ -14,6 +14,7 @@ from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.versions import MINORS, choose_api, default_api, parse_kube_version
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, mapping, read_paths
+from gpushare.kube.workloads import WORKLOAD_KINDS
 from gpushare.placement import compare as comparing
 from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
@@ -86,10 +87,6 @@ def _inputs(req: PlaceRequest) -> Inputs:
     return inputs
 
 
-#: Kinds that are pods to place (or pods running, in --existing).
-_POD_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "ReplicationController")
-
-
 def _counted(sources: list[Source]) -> str:
     kinds: dict[str, int] = {}
     for src in sources:
@@ -104,15 +101,15 @@ def check_inputs(inputs: Inputs, req: PlaceRequest) -> None:
     if not any(s.kind == "Node" for s in inputs.nodes):
         where = ", ".join(req.nodes) or "the cluster"
         raise InputError(flag, where, f"Node objects (kubectl get nodes -o yaml); it holds {_counted(inputs.nodes)}")
-    if req.workloads and not any(s.kind in _POD_KINDS for s in inputs.workloads):
+    if req.workloads and not any(s.kind in WORKLOAD_KINDS for s in inputs.workloads):
         raise InputError(
             "workloads",
             ", ".join(req.workloads),
-            f"Pods or controllers to place ({', '.join(_POD_KINDS[:7])}); they hold {_counted(inputs.workloads)}",
+            f"Pods or controllers to place ({', '.join(WORKLOAD_KINDS)}); they hold {_counted(inputs.workloads)}",
         )
     seen: dict[tuple[str, str, str], Source] = {}
     for src in inputs.workloads:
-        if src.kind not in _POD_KINDS:
+        if src.kind not in WORKLOAD_KINDS:
             continue
         meta = mapping(src.obj.get("metadata"))
         name = meta.get("name")

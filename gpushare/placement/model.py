@@ -38,9 +38,8 @@ class Semantics:
 
     @property
     def served_scheduler(self) -> str:
-        if self.scheduler_name:
-            return self.scheduler_name
-        return profiles.DEFAULT_SCHEDULER_NAME if self.name == "ack" else profiles.SECONDARY_SCHEDULER_NAME
+        profile = profiles.ACK if self.name == "ack" else profiles.OPEN_SOURCE
+        return self.scheduler_name or profiles.served_scheduler(profiles.PROFILES[profile].default_scheduler_mode)
 
 
 @dataclass

@@ -9,14 +9,11 @@ from gpushare.placement.plugins import Rejection
 
 
 @dataclass(frozen=True)
-class Assignment:
+class PodRef:
+    """The pod a line of the result is about."""
+
     namespace: str
     name: str
-    node: str
-    gpus: tuple[tuple[int, int], ...]  # (GPU index, memory units) for each GPU the pod got
-    core: int = 0
-    #: Nodes that shared the best score (1: no tie). The real scheduler picks among tied nodes at random.
-    tied_with: int = 1
 
     @property
     def key(self) -> str:
@@ -24,18 +21,21 @@ class Assignment:
 
 
 @dataclass(frozen=True)
-class Pending:
-    namespace: str
-    name: str
+class Assignment(PodRef):
+    node: str
+    gpus: tuple[tuple[int, int], ...]  # (GPU index, memory units) for each GPU the pod got
+    core: int = 0
+    #: Nodes that shared the best score (1: no tie). The real scheduler picks among tied nodes at random.
+    tied_with: int = 1
+
+
+@dataclass(frozen=True)
+class Pending(PodRef):
     nodes: int  # nodes considered
     reasons: tuple[tuple[str, int], ...]  # (reason, number of nodes), sorted by reason
     per_gpu: int = 0  # memory units it asks on each GPU (what fragmentation is measured against)
     #: With explain: each node and the filter plugin that rejected the pod there.
     by_node: tuple[tuple[str, Rejection], ...] = ()
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def message(self) -> str:
@@ -47,18 +47,12 @@ class Pending:
 
 
 @dataclass(frozen=True)
-class NotServed:
+class NotServed(PodRef):
     """A GPU pod that names another scheduler: the extender never sees it, so gpushare does not place it."""
 
-    namespace: str
-    name: str
     scheduler_name: str
     served: str
     source: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def reason(self) -> str:
@@ -69,15 +63,9 @@ class NotServed:
 
 
 @dataclass(frozen=True)
-class Invalid:
-    namespace: str
-    name: str
+class Invalid(PodRef):
     reason: str
     source: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
 
 @dataclass

@@ -43,7 +43,7 @@ class ClusterReading:
 
     @property
     def gpu_pod_keys(self) -> list[str]:
-        return [f"{mapping(p.obj['metadata']).get('namespace')}/{p.obj['metadata'].get('name')}" for p in self.gpu_pods]
+        return [w.key for w in map(read_workload, self.gpu_pods) if w is not None]
 
 
 def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterReading:
@@ -89,8 +89,8 @@ def read_facts(kubeconfig: str | None, context: str | None = None) -> ClusterRea
     node_infos = [n for n in (read_node(Source(obj, "")) for obj in reading.nodes) if n is not None]
     from_nodes, reading.undecided_nodes = installed.node_units(node_infos)
     reading.units += from_nodes
-    regions = {n.region for n in node_infos} - {None}
-    reading.region = sorted(r for r in regions if r)[0] if regions else None
+    regions = sorted({n.region for n in node_infos if n.region})
+    reading.region = regions[0] if regions else None
     return reading
 
 
@@ -102,7 +102,9 @@ def _not_checked(settings: InstallerSettings | None, facts: ClusterReading, ctx:
     isolated = bool(settings.isolated_modes)
     small = settings.gpu_memory_unit == "128MiB"
     missing = []
-    scheduler_hidden = "no kube-scheduler pod in kube-system (ACK's managed scheduler is not visible)"
+    scheduler_hidden = facts.denied.get("Pods") or (
+        "no kube-scheduler pod in kube-system (ACK's managed scheduler is not visible)"
+    )
     if compute and ctx.scheduler_version is None:
         missing.append(NotChecked("kube-scheduler version", "GC403", scheduler_hidden, "--scheduler-version"))
     if compute and ctx.chart_version is None:

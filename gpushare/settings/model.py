@@ -262,9 +262,7 @@ class InstallerSettings(_Model):
     @property
     def served_scheduler_name(self) -> str:
         """The spec.schedulerName whose pods reach the extender: the secondary scheduler's, else the default one."""
-        if self.scheduler.mode == profiles.SECONDARY:
-            return self.scheduler.name
-        return profiles.DEFAULT_SCHEDULER_NAME
+        return profiles.served_scheduler(self.scheduler.mode, self.scheduler.name)
 
     @property
     def isolated_modes(self) -> tuple[str, ...]:
