@@ -3,8 +3,9 @@
 Fleet: nodes of 8 GPUs x 80 GiB, 192 cpus and 1.5 TiB, hostname and zone labels as kubelets and cloud providers set
 them. Workloads of about 6 pods per GPU, so the fleet fills and the tail stays pending:
 
-- ack: Deployments in 128 MiB units on share/cgpu/core_mem nodes, from 1/16 of a GPU to 4 GPUs' worth (multi-GPU
-  pods via aliyun.com/gpu-count), some with compute; nodes chosen by ACK's binpack.
+- ack: Deployments in 1 GiB units on share/cgpu/core_mem nodes (ACK documents 128 MiB units for share nodes only),
+  from 2 GiB to 4 GPUs' worth (multi-GPU pods via aliyun.com/gpu-count), some with compute; nodes chosen by ACK's
+  binpack.
 - upstream, Deployments: the same sizes in GiB (whole GPUs at most), kube-scheduler 1.28's default scoring
   (LeastAllocated, BalancedAllocation, PodTopologySpread's default spreading of each Deployment's replicas...).
 - upstream, bare Pods: every pod its own object, of its own size, cpu and memory, no controller.
@@ -37,18 +38,17 @@ from gpushare.placement.run import run
 
 GPUS_PER_NODE = 8
 GIB_PER_GPU = 80
-ACK = Semantics("ack", "binpack", "128MiB")
+ACK = Semantics("ack", "binpack", "1GiB")
 UPSTREAM = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(28))
 
 
 def fleet(nodes: int, ack: bool, seed: int = 7) -> list[Source]:
     rng = random.Random(seed)
     result = []
-    units = GIB_PER_GPU * 8 if ack else GIB_PER_GPU  # per GPU: 128 MiB units on ACK, GiB upstream
     for i in range(nodes):
         name = f"gpu-{i:05d}"
         capacity: dict[str, Any] = {
-            "aliyun.com/gpu-mem": GPUS_PER_NODE * units,
+            "aliyun.com/gpu-mem": GPUS_PER_NODE * GIB_PER_GPU,
             "aliyun.com/gpu-count": GPUS_PER_NODE,
             "cpu": "192",
             "memory": "1536Gi",
@@ -73,21 +73,20 @@ def fleet(nodes: int, ack: bool, seed: int = 7) -> list[Source]:
 def _size(rng: random.Random, ack: bool) -> tuple[dict[str, Any], dict[str, str]]:
     """(limits, labels) of one pod: 2-10 GiB mostly, 16-30 GiB, a whole GPU, several GPUs (ack) or compute (ack)."""
     kind = rng.choices(["small", "medium", "whole", "multi", "compute"], [62, 20, 3, 3, 12])[0]
-    scale = 8 if ack else 1  # 128 MiB units per GiB
     labels: dict[str, str] = {}
     limits: dict[str, Any] = {}
     if kind == "small":
-        limits["aliyun.com/gpu-mem"] = rng.choice([2, 3, 5, 8, 10]) * scale
+        limits["aliyun.com/gpu-mem"] = rng.choice([2, 3, 5, 8, 10])
     elif kind == "medium":
-        limits["aliyun.com/gpu-mem"] = rng.choice([16, 20, 30]) * scale
+        limits["aliyun.com/gpu-mem"] = rng.choice([16, 20, 30])
     elif kind == "whole" or (kind == "multi" and not ack):
-        limits["aliyun.com/gpu-mem"] = GIB_PER_GPU * scale
+        limits["aliyun.com/gpu-mem"] = GIB_PER_GPU
     elif kind == "multi":
         count = rng.choice([2, 4])
         labels["aliyun.com/gpu-count"] = str(count)
-        limits["aliyun.com/gpu-mem"] = count * rng.choice([20, 40, 80]) * scale
+        limits["aliyun.com/gpu-mem"] = count * rng.choice([20, 40, 80])
     else:
-        limits["aliyun.com/gpu-mem"] = rng.choice([5, 10]) * scale
+        limits["aliyun.com/gpu-mem"] = rng.choice([5, 10])
         if ack:
             limits["aliyun.com/gpu-core.percentage"] = rng.choice([10, 25, 50])
     return limits, labels
