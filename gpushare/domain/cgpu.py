@@ -70,4 +70,4 @@ POLICIES: dict[int, str] = {
 #: Policies that isolate compute. 0 (average) gives every container 1/max_inst of the GPU whatever its
 #: gpu-core.percentage, so a fixed percentage is not what the container gets; 5 does not isolate compute at all.
 COMPUTE_POLICIES: tuple[int, ...] = (1, 2, 3, 4)
-AVERAGE, NATIVE = 0, 5
+AVERAGE, FIXED, NATIVE = 0, 3, 5

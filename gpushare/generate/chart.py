@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from gpushare import __version__
 from gpushare.domain import profiles, versions
 from gpushare.generate import controlplane, output
+from gpushare.generate.components import cgpu
 from gpushare.generate.notes import notes
 from gpushare.generate.stack import Stack
 from gpushare.generate.template import dump, to_helm
@@ -234,7 +235,10 @@ def chart_files(stack: Stack) -> dict[str, str]:
         "values.schema.json": json.dumps(values_schema(stack.settings), indent=2) + "\n",
         "gpushare-settings.yaml": dump(stack.settings.document()),
         ".helmignore": f"control-plane/\ngpushare-settings.yaml\n{output.MARKER}\n",
-        "templates/_helpers.tpl": _HELPERS + _MEMORY_UNIT_HELPER + _config_helpers(stack),
+        "templates/_helpers.tpl": _HELPERS
+        + _MEMORY_UNIT_HELPER
+        + (cgpu.ENV_HELPER if stack.settings.isolated_modes else "")
+        + _config_helpers(stack),
         "templates/NOTES.txt": notes(stack.settings, stack.requirements, helm=True),
     }
     for path, objects in stack.templates.items():

@@ -148,7 +148,15 @@ def _cgpu_paragraph(settings: InstallerSettings) -> str:
     drivers = cgpu.driver_range(tag) if valid(tag) else None
     text = (
         f"cGPU ({', '.join(settings.isolated_modes)} nodes). {cgpu.ISOLATION_CAVEATS} The cGPU {tag} image needs "
-        f"NVIDIA driver >= {cgpu.MIN_DRIVER}" + (f" (ACK's cGPU FAQ lists {drivers} for it)." if drivers else ".")
+        f"NVIDIA driver >= {cgpu.MIN_DRIVER}"
+        + (f" (ACK's cGPU FAQ lists {drivers} for it)." if drivers else ".")
+        + " The installer writes cgpu.policy to every GPU of the node; unset, cGPU keeps its own default policy "
+        "(ACK's documents name none)"
+        + (
+            f"; compute allocation wants {cgpu.FIXED} (fixed) for the percentages pods ask for."
+            if settings.compute_allocation
+            else "."
+        )
     )
     return textwrap.fill(text, 112)
 

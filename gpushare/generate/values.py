@@ -48,8 +48,8 @@ def unused_sections(settings: InstallerSettings) -> set[str]:
 
 def chart_values(settings: InstallerSettings, published: bool = True) -> dict[str, Any]:
     """The chart's values: the settings document less what fixes the chart's structure (and, when `published`,
-    less the sections no template reads)."""
-    document = settings.document()
+    less the sections no template reads). Unset optional values are listed as null, so values.yaml shows them."""
+    document = settings.model_dump(by_alias=True, mode="json")
     skip = set(STRUCTURAL) | (unused_sections(settings) if published else set())
     values = {k: v for k, v in document.items() if k not in skip}
     if "scheduler" in values:

@@ -145,8 +145,8 @@ class DevicePluginSettings(Component):
 class CgpuSettings(Component):
     """The cGPU installer DaemonSet, run on `cgpu` and `core_mem` nodes."""
 
-    policy: int = Field(
-        1,
+    policy: int | None = Field(
+        None,
         ge=0,
         le=5,
         description="cGPU scheduling policy the installer writes to every GPU of the node (the policy is per GPU, "
@@ -154,7 +154,8 @@ class CgpuSettings(Component):
         "overrides it): "
         + ", ".join(f"{n} {name}" for n, name in cgpu.POLICIES.items())
         + ". 0 gives every container 1/max_inst of the GPU whatever its gpu-core.percentage; 5 isolates memory "
-        "only. The default, 1, is gpushare's choice: ACK's documents name no default policy.",
+        "only. Unset (the default): the installer gets no CGPU_POLICY and cGPU keeps its own default, which ACK's "
+        "documents do not name; set 3 (fixed) for the percentages compute allocation promises.",
     )
 
 

@@ -1,5 +1,8 @@
 """cGPU installer DaemonSet: loads the cGPU kernel module on `cgpu` and `core_mem` nodes and sets the policy.
 
+The policy is passed only when the settings name one: ACK's documents name no default, so otherwise cGPU keeps
+its own.
+
 The one privileged workload of the stack: loading a kernel module and writing /proc/cgpu_km need it.
 It talks to no API, so it gets no ServiceAccount token.
 """
@@ -17,10 +20,28 @@ from gpushare.generate.components.common import (
     pod_template,
     scheduling,
 )
-from gpushare.generate.template import Expr
+from gpushare.generate.template import Expr, dump
 from gpushare.generate.values import ChartValues
 
 NAME = "cgpu-installer"
+POLICY_ENV = "CGPU_POLICY"
+
+#: The installer's env in a chart: CGPU_POLICY only while cgpu.policy holds a value (`0` is a value: a Go template's
+#: `if` would take it for unset, so the test is on the value's kind).
+ENV_HELPER = (
+    "\n{{/* The cGPU installer's env: CGPU_POLICY only when cgpu.policy is set (unset: cGPU's own default). */}}\n"
+    '{{- define "gpushare.cgpuEnv" -}}\n'
+    + dump([NODE_NAME_ENV])
+    + '{{- if not (kindIs "invalid" .Values.cgpu.policy) }}\n'
+    f"- name: {POLICY_ENV}\n"
+    "  value: {{ toString .Values.cgpu.policy | quote }}\n"
+    "{{- end }}\n"
+    "{{- end -}}\n"
+)
+
+
+def _env(policy: int | None) -> list[dict[str, Any]]:
+    return [NODE_NAME_ENV] + ([] if policy is None else [{"name": POLICY_ENV, "value": str(policy)}])
 
 
 def objects(ctx: ChartValues) -> list[dict[str, Any]]:
@@ -31,10 +52,7 @@ def objects(ctx: ChartValues) -> list[dict[str, Any]]:
         ctx,
         "cgpu",
         "cgpu-installer",
-        env=[
-            NODE_NAME_ENV,
-            {"name": "CGPU_POLICY", "value": Expr("toString .Values.cgpu.policy", str(ctx.v("cgpu.policy").value))},
-        ],
+        env=Expr('include "gpushare.cgpuEnv" .', _env(ctx.v("cgpu.policy").value), yaml=True),
         securityContext={"privileged": True},
         volumeMounts=[{"name": "modules", "mountPath": "/lib/modules", "readOnly": True}],
     )

@@ -65,3 +65,15 @@ open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only)
 --memory-unit={{ .Values.gpuMemoryUnit }}
 {{- end -}}
 {{- end -}}
+
+{{/* The cGPU installer's env: CGPU_POLICY only when cgpu.policy is set (unset: cGPU's own default). */}}
+{{- define "gpushare.cgpuEnv" -}}
+- name: NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+{{- if not (kindIs "invalid" .Values.cgpu.policy) }}
+- name: CGPU_POLICY
+  value: {{ toString .Values.cgpu.policy | quote }}
+{{- end }}
+{{- end -}}
