@@ -63,6 +63,9 @@ def _render_parser(sub: Any) -> None:
         "backup beside it (never the current, home or root directory)",
     )
     p.add_argument("--json", action="store_true", help="print a JSON summary (files, objects, warnings) on stdout")
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="print only warnings and errors (no 'wrote' line, no next steps)"
+    )
     group = p.add_argument_group("settings")
     for option in OPTIONS:
         kwargs: dict[str, Any] = {"dest": option.flag.replace("-", "_"), "default": None, "help": option.help}
@@ -261,7 +264,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         if to_stdout:
             summary["manifests"] = rendered.files["manifests.yaml"]
         print(json.dumps(summary, indent=2))
-    elif not to_stdout:
+    elif not to_stdout and not args.quiet:
         written = rendered.written
         print(f"gpushare: wrote {rendered.format} to {written.target if written else output}", file=sys.stderr)
         if written and written.backup:
@@ -324,7 +327,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from gpushare.policy.validate import read_inputs, validate
     from gpushare.progress import wanted
 
-    sources = read_inputs(args.paths)
+    sources = read_inputs(args.paths, show_progress=wanted(args.quiet))
     if not sources:
         print(f"gpushare: warning: no Kubernetes objects in {', '.join(args.paths)}", file=sys.stderr)
     report = validate(sources, ClusterFacts(**_facts(args)), wanted(args.quiet))  # type: ignore[arg-type]

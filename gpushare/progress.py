@@ -17,15 +17,24 @@ def wanted(quiet: bool = False) -> bool:
 
 
 @contextmanager
-def progress(total: int, unit: str, enabled: bool) -> Iterator[Callable[[], None]]:
-    """A `tick()` to call once per unit of work; a no-op unless enabled."""
+def progress(total: int, unit: str, enabled: bool, step: bool = False) -> Iterator[Callable[..., None]]:
+    """A `tick()` to call once per unit of work, or with `step`, an `advance(n)` for n units at once (bytes read);
+    a no-op unless enabled."""
     if not enabled or total < _BATCH:
         yield _nothing
         return
     from tqdm import tqdm
 
     delay = float(os.environ.get("GPUSHARE_PROGRESS_DELAY", "2"))  # seconds before a bar appears
-    bar = tqdm(total=total, unit=f" {unit}", delay=delay, file=sys.stderr, leave=False, dynamic_ncols=True)
+    bar = tqdm(
+        total=total,
+        unit=unit if step else f" {unit}",
+        unit_scale=step,
+        delay=delay,
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+    )
     count = 0
 
     def tick() -> None:
@@ -36,10 +45,10 @@ def progress(total: int, unit: str, enabled: bool) -> Iterator[Callable[[], None
             count = 0
 
     try:
-        yield tick
+        yield bar.update if step else tick
     finally:
         bar.close()
 
 
-def _nothing() -> None:
+def _nothing(*_: int) -> None:
     return None

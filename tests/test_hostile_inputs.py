@@ -122,7 +122,7 @@ def test_versions_as_clusters_report_them(text: str, minor: int, patch: int | No
     assert (version.minor, version.patch) == (minor, patch)
 
 
-@pytest.mark.parametrize("text", ["1.19", "1.29.1", "v2.1", "1.24.x", "latest"])
+@pytest.mark.parametrize("text", ["1.19", "1.37.1", "v2.1", "1.24.x", "latest"])
 def test_versions_outside_the_table_are_refused(text: str) -> None:
     with pytest.raises(InputError):
         parse_kube_version(text)
@@ -194,3 +194,72 @@ def test_helm_refuses_a_bad_quantity_with_the_schema(tmp_path: Path) -> None:
     assert result.returncode != 0 and "devicePlugin.resources.limits.memory" in result.stderr.replace("/", "."), (
         result.stderr
     )
+
+
+DUPLICATE = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ml\n  name: q\nspec:\n  containers: []\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "first", "again"),
+    [
+        (DUPLICATE, "'name'", 4, 6),
+        ('{"apiVersion": "v1", "kind": "Pod",\n "metadata": {"name": "p"},\n "kind": "Node"}', "'kind'", 1, 3),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, name: q}\n", "'name'", 3, 3),
+    ],
+    ids=["yaml", "json", "flow"],
+)
+@pytest.mark.parametrize("command", ["validate", "place --nodes nodes.yaml"])
+def test_duplicate_keys_are_refused_as_kubectl_refuses_them(
+    files: Path, capsys: pytest.CaptureFixture[str], text: str, key: str, first: int, again: int, command: str
+) -> None:
+    (files / "dup.yaml").write_text(text)
+    args = [a if a != "nodes.yaml" else str(files / "nodes.yaml") for a in command.split()]
+    code, out, err = run(capsys, *args, str(files / "dup.yaml"))
+    assert code == 2 and not out
+    where = f"{files / 'dup.yaml'}:{again}"
+    assert f"YAML without duplicate keys ({key} at {where} is already defined at line {first}" in err, err
+
+
+def test_duplicate_keys_in_settings_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = tmp_path / "s.yaml"
+    settings.write_text(
+        "apiVersion: gpushare.io/v1alpha1\nkind: InstallerSettings\nprofile: ack\nprofile: open-source\n"
+    )
+    code, _, err = run(capsys, "render", "--config", str(settings), "-o", str(tmp_path / "out"))
+    assert code == 2 and "'profile' at" in err and "already defined at line 3" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_merge_key_may_be_overridden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = (
+        "base: &base {name: c, image: i}\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        "spec:\n  containers:\n  - <<: *base\n    name: main\n  - <<: *base\n"
+    )
+    (tmp_path / "p.yaml").write_text(doc)
+    code, out, err = run(capsys, "validate", str(tmp_path / "p.yaml"), "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["objects"] == 1
+
+
+def test_files_are_read_as_a_stream_never_whole(tmp_path: Path) -> None:
+    """libyaml pulls the file in chunks: no read asks for the whole file, and every object and line still comes out."""
+    from gpushare.kube.documents import read_documents
+
+    path = tmp_path / "pods.yaml"
+    path.write_text(yaml.safe_dump_all([pod(f"p{i}") for i in range(3000)]))
+    asked: list[int] = []
+
+    class Recording:
+        def __init__(self) -> None:
+            self.raw = path.open("rb")
+
+        def read(self, size: int = -1) -> bytes:
+            asked.append(size)
+            return self.raw.read(size)
+
+    sources = read_documents(path, stream=Recording())  # type: ignore[arg-type]
+    size = path.stat().st_size
+    assert len(sources) == 3000 and sources[-1].obj["metadata"]["name"] == "p2999"
+    assert sources[1].line is not None and sources[1].line > 1
+    assert len(asked) > 10 and all(0 < n < size for n in asked)

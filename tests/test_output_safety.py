@@ -214,3 +214,35 @@ def test_progress_shows_on_a_terminal_only(tmp_path: Path) -> None:
     assert "/5000 [" not in _stderr_on_a_terminal([*args, "--quiet"], tmp_path, env)
     piped = subprocess.run([sys.executable, "-m", "gpushare", *args], cwd=tmp_path, env=env, capture_output=True)
     assert piped.returncode == 0 and piped.stderr == b""  # not a terminal: nothing
+
+
+def test_reading_a_large_file_shows_bytes_read_on_a_terminal_only(tmp_path: Path) -> None:
+    container = {"name": "c", "image": "i", "resources": {"limits": {"aliyun.com/gpu-mem": 1}}}
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}", "namespace": "ml"},
+            "spec": {"containers": [container]},
+        }
+        for i in range(4000)
+    ]
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all(pods))
+    env = {**os.environ, "GPUSHARE_PROGRESS_DELAY": "0"}
+    args = ["validate", "pods.yaml", "-o", "json"]
+    assert "B/s]" in _stderr_on_a_terminal(args, tmp_path, env)
+    assert "B/s]" not in _stderr_on_a_terminal([*args, "--quiet"], tmp_path, env)
+
+
+def test_render_quiet_prints_warnings_only(tmp_path: Path) -> None:
+    def render(*extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "gpushare", "render", "-o", str(tmp_path / f"c{len(extra)}"), *extra]
+        return subprocess.run(command, capture_output=True, text=True)
+
+    loud, quiet = render(), render("--quiet")
+    assert loud.returncode == quiet.returncode == 0
+    assert "wrote chart to" in loud.stderr and quiet.stderr == ""
+    warned = render(
+        "--quiet", "--kube-version", "v1.28.99", "--scheduler-mode", "secondary", "--profile", "open-source"
+    )
+    assert warned.returncode == 0 and warned.stderr.startswith("gpushare: warning:") and "wrote" not in warned.stderr

@@ -6,20 +6,57 @@ finding or an invalid pod can point at it, in text and in SARIF alike.
 
 from __future__ import annotations
 
+import io
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 import yaml
 
-from gpushare.errors import InputError
+from gpushare import progress
+from gpushare.errors import InputError, shown
 
 try:
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+    _Base: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
 except AttributeError:  # pragma: no cover - libyaml missing
-    _Loader = yaml.SafeLoader
+    _Base = yaml.SafeLoader
+
+
+class DuplicateKey(yaml.YAMLError):
+    """A mapping names a key twice: kubectl refuses such a file (`already defined`), so do we."""
+
+    def __init__(self, key: str, first: int, again: int) -> None:
+        super().__init__(key)
+        self.key, self.first, self.again = key, first, again
+
+
+class _Loader(_Base):  # type: ignore[misc,valid-type]
+    """The safe loader, refusing duplicate keys as kubectl's YAML reader does. A merge key (`<<`) may still supply
+    keys the mapping then sets itself: that is what merging is for. Each mapping is checked as written, before
+    merging rewrites it (the constructor flattens a mapping before anything else reads it)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._checked: set[int] = set()  # mappings of this document already checked (a merge source is reused)
+        try:
+            return super().construct_document(node)
+        finally:
+            self._checked = set()
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        if len(node.value) > 1 and id(node) not in self._checked:
+            self._checked.add(id(node))
+            seen: dict[tuple[str, str], int] = {}
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    written = (key.tag, key.value)
+                    if written in seen:
+                        raise DuplicateKey(key.value, seen[written], key.start_mark.line + 1)
+                    seen[written] = key.start_mark.line + 1
+        super().flatten_mapping(node)
+
 
 #: Nodes YAML aliases may add to one document beyond those written: generous for anchors in real manifests, a
 #: bound on "billion laughs" (a few lines of nested aliases that expand to gigabytes when read).
@@ -101,18 +138,49 @@ def check_aliases(node: yaml.Node, name: str, field: str = "file") -> None:
         stack += [(c, False) for c in children if id(c) not in sizes]
 
 
-def compose_all(text: str, name: str, field: str = "file") -> Iterator[tuple[yaml.Node, Any]]:
-    """Each document of a YAML or JSON text: its node (for lines) and its data, aliases bounded."""
-    loader = _Loader(text)
-    aliases = "*" in text and "&" in text  # no anchor and alias: nothing can expand
+class _Stream:
+    """A file as libyaml reads it, chunk by chunk, so no input is held whole as text: whether an anchor and an alias
+    may have occurred so far (else nothing can expand), and the bytes read, for progress."""
+
+    def __init__(self, raw: IO[Any], advance: Callable[[int], None]) -> None:
+        self.raw, self.advance = raw, advance
+        self.star = self.amp = False
+        self.name = getattr(raw, "name", None)
+
+    def read(self, size: int = -1) -> Any:
+        chunk = self.raw.read(size)
+        if chunk:
+            star, amp = ("*", "&") if isinstance(chunk, str) else (b"*", b"&")
+            self.star = self.star or star in chunk
+            self.amp = self.amp or amp in chunk
+            self.advance(len(chunk))
+        return chunk
+
+    @property
+    def aliases(self) -> bool:
+        return self.star and self.amp
+
+
+def compose_all(source: str | _Stream, name: str, field: str = "file") -> Iterator[tuple[yaml.Node, Any]]:
+    """Each document of a YAML or JSON text or stream: its node (for lines) and its data, aliases bounded and
+    duplicate keys refused."""
+    loader = _Loader(source)
+    text_aliases = isinstance(source, str) and "*" in source and "&" in source
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
-            if aliases:
+            if text_aliases or (isinstance(source, _Stream) and source.aliases):
                 check_aliases(node, name, field)
             yield node, loader.construct_document(node)
+    except DuplicateKey as exc:
+        raise InputError(
+            field,
+            name,
+            f"YAML without duplicate keys ({shown(exc.key)} at {name}:{exc.again} is already defined at line "
+            f"{exc.first}; kubectl refuses it too)",
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         at = f"{name}:{mark.line + 1}" if mark is not None else name
@@ -121,37 +189,58 @@ def compose_all(text: str, name: str, field: str = "file") -> Iterator[tuple[yam
         loader.dispose()
 
 
-def read_documents(path: str | Path, text: str | None = None) -> list[Source]:
-    """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at."""
-    name = str(path)
-    if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError("file", name, f"a readable YAML file ({exc})") from None
-    result: list[Source] = []
-    for node, data in compose_all(text, name):
+def _sources(documents: Iterator[tuple[yaml.Node, Any]], name: str) -> Iterator[Source]:
+    for node, data in documents:
         if data is None:
             continue
         if not isinstance(data, dict):
             raise InputError("file", name, f"Kubernetes objects (a mapping at {name}:{node.start_mark.line + 1})")
-        result += [Source(item, name, line) for item, line in _items(node, data) if isinstance(item, dict)]
-    return result
+        yield from (Source(item, name, line) for item, line in _items(node, data) if isinstance(item, dict))
 
 
-def read_paths(paths: list[str], stdin: TextIO | None = None) -> list[Source]:
+def read_documents(
+    path: str | Path, text: str | None = None, *, stream: IO[Any] | None = None, show_progress: bool = False
+) -> list[Source]:
+    """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at. A file
+    is read as a stream (a terminal shows progress in bytes for a large one); `text` or `stream` stand in for it."""
+    name = str(path)
+    if text is not None:
+        return list(_sources(compose_all(text, name), name))
+    try:
+        handle = stream if stream is not None else open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise InputError("file", name, f"a readable YAML file ({exc.strerror})") from None
+    size = _size(handle)
+    try:
+        with progress.progress(size or 0, "B", show_progress and size is not None, step=True) as advance:
+            return list(_sources(compose_all(_Stream(handle, advance), name), name))
+    except OSError as exc:
+        raise InputError("file", name, f"a readable YAML file ({exc.strerror})") from None
+    finally:
+        if stream is None:
+            handle.close()
+
+
+def _size(handle: IO[Any]) -> int | None:
+    try:
+        return os.fstat(handle.fileno()).st_size or None
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+
+
+def read_paths(paths: list[str], stdin: TextIO | None = None, show_progress: bool = False) -> list[Source]:
     """Documents from files, directories (their *.yaml, *.yml, *.json, sorted) and `-` (standard input)."""
     result: list[Source] = []
     for raw in paths:
         if raw == "-":
-            result += read_documents("<stdin>", (stdin or sys.stdin).read())
+            result += read_documents("<stdin>", stream=stdin or sys.stdin, show_progress=show_progress)
             continue
         path = Path(raw)
         if path.is_dir():
             for file in sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file()):
-                result += read_documents(file)
+                result += read_documents(file, show_progress=show_progress)
         elif path.exists():
-            result += read_documents(path)
+            result += read_documents(path, show_progress=show_progress)
         else:
             raise InputError("file", raw, "an existing file, directory or -")
     return result

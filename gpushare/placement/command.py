@@ -74,15 +74,18 @@ class Inputs:
 
 
 def _inputs(req: PlaceRequest) -> Inputs:
+    def read(paths: list[str]) -> list[Source]:
+        return read_paths(paths, show_progress=wanted(req.quiet))
+
     if req.kubeconfig is not None:
         from gpushare.kube.cluster import read_cluster
 
         live = read_cluster(req.kubeconfig or None, req.context)
-        inputs = Inputs(live.nodes, live.existing, read_paths(req.workloads), live.version, live.skipped)
+        inputs = Inputs(live.nodes, live.existing, read(req.workloads), live.version, live.skipped)
     elif not req.nodes:
         raise InputError("--nodes", None, "at least one file of Node objects (or --kubeconfig)")
     else:
-        inputs = Inputs(read_paths(req.nodes), read_paths(req.existing), read_paths(req.workloads))
+        inputs = Inputs(read(req.nodes), read(req.existing), read(req.workloads))
     check_inputs(inputs, req)
     return inputs
 

@@ -129,8 +129,8 @@ def validate(
     return Report(findings, len(sources), ignored)
 
 
-def read_inputs(paths: list[str], stdin: TextIO | None = None) -> list[Source]:
-    return read_paths(paths, stdin or sys.stdin)
+def read_inputs(paths: list[str], stdin: TextIO | None = None, show_progress: bool = False) -> list[Source]:
+    return read_paths(paths, stdin or sys.stdin, show_progress)
 
 
 def enforce(settings: InstallerSettings, where: str | None = None) -> list[Finding]:
