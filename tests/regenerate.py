@@ -16,7 +16,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gpushare import render  # noqa: E402
-from gpushare.domain.versions import MINORS, default_api, served_apis  # noqa: E402
+from gpushare.domain.versions import (  # noqa: E402
+    KUBE_SCHEDULER_IMAGE,
+    MINORS,
+    WORKLOAD_APIS,
+    KubeVersion,
+    default_api,
+    is_deprecated,
+    served_apis,
+)
 from gpushare.policy.rules import RULES  # noqa: E402
 from gpushare.settings.model import settings_schema  # noqa: E402
 
@@ -45,19 +53,22 @@ README = REPO / "README.md"
 
 
 def _config_apis() -> str:
-    """The scheduler configuration APIs each minor serves, minors with the same row merged."""
-    rows: list[tuple[list[int], str, str]] = []
+    """Per minor: the kube-scheduler image a chart given only the minor pulls, and the configuration APIs served."""
+    lines = [
+        "| minor | kube-scheduler image (a minor alone) | default API | also served |",
+        "|---|---|---|---|",
+    ]
     for minor in MINORS:
         default = default_api(minor)
-        others = ", ".join(api for api in served_apis(minor) if api != default)
-        if rows and rows[-1][1:] == (default, others):
-            rows[-1][0].append(minor)
-        else:
-            rows.append(([minor], default, others))
-    lines = ["| minor | default | also served |", "|---|---|---|"]
-    for minors, default, others in rows:
-        span = f"1.{minors[0]}" if len(minors) == 1 else f"1.{minors[0]} - 1.{minors[-1]}"
-        lines.append(f"| {span} | {default} | {others or '-'} |")
+        others = [f"{api} (deprecated)" if is_deprecated(api, minor) else api for api in served_apis(minor)]
+        others.remove(f"{default} (deprecated)" if is_deprecated(default, minor) else default)
+        image = f"{KUBE_SCHEDULER_IMAGE}:{KubeVersion(minor).full}"
+        lines.append(f"| 1.{minor} | `{image}` | {default} | {', '.join(others) or '-'} |")
+    lines.append("")
+    for (api, kind), (since, removed, instead) in WORKLOAD_APIS.items():
+        if removed is None or removed > MINORS[0]:
+            served = f"from 1.{since}" if removed is None else f"until 1.{removed - 1}"
+            lines.append(f"- workloads: {kind} `{api}` is served {served}; GW215 names `{instead}` outside that range")
     return "\n".join(lines)
 
 

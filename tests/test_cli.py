@@ -38,7 +38,7 @@ def test_defaults_write_the_chart_in_the_current_directory(tmp_path: Path) -> No
     )
     assert result.returncode == 0, result.stderr
     chart = yaml.safe_load((tmp_path / "ack-ai-installer" / "Chart.yaml").read_text())
-    assert chart["name"] == "ack-ai-installer" and chart["kubeVersion"] == ">=1.20.0-0 <1.29.0-0"
+    assert chart["name"] == "ack-ai-installer" and chart["kubeVersion"] == ">=1.20.0-0 <1.37.0-0"
     assert "ack.node.gpu.schedule=share" in result.stderr  # the notes tell which labels to set
 
 
@@ -58,7 +58,7 @@ def test_manifests_to_stdout_with_flags() -> None:
     [
         (["--gpu-memory-unit", "100MiB"], "gpuMemoryUnit"),
         (["--kube-version", "1.19"], "kubernetesVersion"),
-        (["--kube-version", "1.29"], "kubernetesVersion"),
+        (["--kube-version", "1.37"], "kubernetesVersion"),
         (["--kube-version", "banana"], "kubernetesVersion"),
         (["--profile", "open-source", "--gpu-memory-unit", "128MiB"], "gpuMemoryUnit"),
         (["--profile", "open-source", "--compute-allocation"], "computeAllocation"),

@@ -61,6 +61,12 @@ MEM_DEV_4 = {"name": "ALIYUN_COM_GPU_MEM_DEV", "value": "4"}
 OPEN_SOURCE = {**SETTINGS, "profile": "open-source"}
 SMALL_UNIT = {**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": ACK_PLUGIN}
 COMPUTE = {**SETTINGS, "isolation": ["core_mem"], "computeAllocation": True, "region": "cn-beijing"}
+CRONJOB = {
+    "apiVersion": "batch/v1",
+    "kind": "CronJob",
+    "metadata": {"name": "nightly"},
+    "spec": {"schedule": "0 1 * * *", "jobTemplate": {"spec": {"template": pod()}}},
+}
 #: rule ID -> (objects, context flags) that must raise it
 CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GS100": ([{**SETTINGS, "gpuMemoryUnits": "1GiB"}], {}),
@@ -151,6 +157,8 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GC411": ([{**SETTINGS, "gpuMemoryUnit": "128MiB"}], {}),
     "GC412": ([SMALL_UNIT], {"cluster_created": "2021-06-01T08:00:00Z"}),
     "GC413": ([COMPUTE], {"cluster_created": "2022-02-28T23:00:00Z"}),
+    "GC414": ([COMPUTE], {"kube_version": "v1.32.1-aliyun.1"}),
+    "GW215": ([{**CRONJOB, "apiVersion": "batch/v1beta1"}], {"kube_version": "1.28"}),
 }
 
 
@@ -362,3 +370,24 @@ def test_findings_point_at_the_object_inside_a_list(tmp_path: Path, capsys: pyte
     assert code == 1 and result["locations"][0]["physicalLocation"]["region"]["startLine"] == second
     code, out, _ = run(capsys, "validate", str(path), "-o", "json")
     assert json.loads(out)["findings"][0]["location"] == f"{path}:{second}"
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kube_version", "fires"),
+    [
+        ("batch/v1beta1", "1.24", False),
+        ("batch/v1beta1", "v1.25.0", True),
+        ("batch/v1", "1.20", True),  # batch/v1 CronJob arrives in 1.21
+        ("batch/v1", "1.36", False),
+        ("batch/v1beta1", None, False),  # the cluster's minor unknown: nothing to say
+    ],
+)
+def test_workload_apis_by_minor(api_version: str, kube_version: str | None, fires: bool) -> None:
+    flags = {"kube_version": kube_version} if kube_version else {}
+    assert ("GW215" in fired([{**CRONJOB, "apiVersion": api_version}], flags)) is fires
+
+
+@pytest.mark.parametrize(("kube_version", "fires"), [("1.28.3", False), ("1.30", True), (None, False)])
+def test_undocumented_ack_scheduler_minimum_is_said(kube_version: str | None, fires: bool) -> None:
+    flags = {"kube_version": kube_version} if kube_version else {}
+    assert ("GC414" in fired([COMPUTE], flags)) is fires

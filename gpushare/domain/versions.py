@@ -14,8 +14,31 @@ from gpushare.errors import InputError
 
 #: Newest patch release of each supported minor: the kube-scheduler image tag used when only a
 #: minor is known (a chart given only a minor matches the cluster's own version at install time).
-LATEST_PATCH: dict[int, int] = {20: 15, 21: 14, 22: 17, 23: 17, 24: 17, 25: 16, 26: 15, 27: 16, 28: 15}
+LATEST_PATCH: dict[int, int] = {
+    20: 15,
+    21: 14,
+    22: 17,
+    23: 17,
+    24: 17,
+    25: 16,
+    26: 15,
+    27: 16,
+    28: 15,
+    29: 6,
+    30: 14,
+    31: 14,
+    32: 13,
+    33: 13,
+    34: 4,
+    35: 4,
+    36: 3,
+}
 MINORS: tuple[int, ...] = tuple(sorted(LATEST_PATCH))
+#: Upstream's kube-scheduler image: a chart given only a minor pulls LATEST_PATCH's tag of it, a universal chart
+#: the cluster's own version at install time.
+KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler"
+#: The supported minors as messages and help name them.
+SUPPORTED = f"1.{MINORS[0]}-1.{MINORS[-1]}"
 
 POLICY = "policy"
 #: Every scheduler configuration API the generator knows, oldest first.
@@ -27,10 +50,36 @@ _SERVED: dict[str, tuple[int, int]] = {
     "v1beta1": (20, 22),
     "v1beta2": (22, 27),
     "v1beta3": (23, 28),
-    "v1": (25, 28),
+    "v1": (25, 36),
 }
 #: API -> minors from which it is deprecated (a warning, not an error).
 _DEPRECATED_FROM: dict[str, int] = {POLICY: 20, "v1beta1": 22, "v1beta2": 25, "v1beta3": 28}
+
+#: Workload APIs a minor does not serve, by the Deprecated API Migration Guide: (apiVersion, kind) -> (the first
+#: minor serving it, the first minor without it or None, the API to write instead). The controllers' beta APIs went
+#: in 1.16, before any supported minor; CronJob's batch/v1beta1 in 1.25, and its batch/v1 arrived in 1.21.
+WORKLOAD_APIS: dict[tuple[str, str], tuple[int, int | None, str]] = {
+    ("batch/v1", "CronJob"): (21, None, "batch/v1beta1"),
+    ("batch/v1beta1", "CronJob"): (8, 25, "batch/v1"),
+    **{("extensions/v1beta1", kind): (2, 16, "apps/v1") for kind in ("Deployment", "DaemonSet", "ReplicaSet")},
+    **{("apps/v1beta1", kind): (9, 16, "apps/v1") for kind in ("Deployment", "StatefulSet")},
+    **{("apps/v1beta2", kind): (9, 16, "apps/v1") for kind in ("Deployment", "DaemonSet", "ReplicaSet", "StatefulSet")},
+}
+
+
+def unserved_workload_api(api_version: str, kind: str, minor: int) -> str | None:
+    """What to write instead when the minor does not serve this workload API; None when it does (or is not known
+    to have changed)."""
+    found = WORKLOAD_APIS.get((api_version, kind))
+    if found is None:
+        return None
+    since, removed, instead = found
+    if minor < since:
+        return f"{instead} (1.{minor} does not serve {api_version} {kind} yet; it arrives in 1.{since})"
+    if removed is not None and minor >= removed:
+        return f"{instead} ({api_version} {kind} was removed in 1.{removed})"
+    return None
+
 
 CONFIG_GROUP = "kubescheduler.config.k8s.io"
 #: The last minor whose kube-scheduler takes --scheduler-name with a Policy file; from 1.22 a Policy

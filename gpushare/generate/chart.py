@@ -221,7 +221,7 @@ def chart_yaml(stack: Stack) -> dict[str, Any]:
         "annotations": {
             "gpushare.io/profile": settings.profile,
             "gpushare.io/scheduler-mode": settings.scheduler.mode,
-            "gpushare.io/kubernetes-version": version.text if version else "any (1.20-1.28)",
+            "gpushare.io/kubernetes-version": version.text if version else f"any ({versions.SUPPORTED})",
             **{f"gpushare.io/requires-{k}": v for k, v in stack.requirements.items()},
         },
     }

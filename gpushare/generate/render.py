@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from gpushare.domain import profiles
+from gpushare.domain import profiles, versions
 from gpushare.errors import InputError
 from gpushare.generate import controlplane
 from gpushare.generate.chart import chart_files
@@ -80,7 +80,7 @@ def render(
         raise InputError(
             "kubernetesVersion",
             None,
-            "a version (1.20-1.28 or v1.X.Y) for manifests with scheduler "
+            f"a version ({versions.SUPPORTED} or v1.X.Y) for manifests with scheduler "
             f"mode {model.scheduler.mode}; only a chart can adapt at install time",
         )
     objects = stack.objects()

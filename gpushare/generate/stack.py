@@ -81,7 +81,12 @@ class Stack:
             table = ", ".join(f"1.{m}: {v}" for m, v in profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE.items())
             return {"ack-scheduler": f"at least, by cluster minor: {table}"}
         minimum = profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE.get(version.minor)
-        return {"ack-scheduler": f"at least {minimum}" if minimum else f"an ACK 1.{version.minor} release"}
+        if minimum:
+            return {"ack-scheduler": f"at least {minimum}"}
+        return {
+            "ack-scheduler": f"an ACK 1.{version.minor} release with compute allocation (ACK documents no minimum "
+            f"for 1.{version.minor}; its table ends at 1.{max(profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE)})"
+        }
 
     def objects(self) -> list[dict[str, Any]]:
         """Concrete objects, in Helm's install order."""

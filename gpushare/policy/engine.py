@@ -29,7 +29,7 @@ class ClusterFacts:
     """What is known about the cluster: flags, a live read, and the other objects being validated."""
 
     region: str | None = None
-    kube_version: str | None = None  # as the cluster reports it (may be outside 1.20-1.28)
+    kube_version: str | None = None  # as the cluster reports it (may be outside the supported minors)
     scheduler_version: str | None = None
     cgpu_version: str | None = None
     driver_version: str | None = None

@@ -15,7 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from gpushare.domain import cgpu, kinds, labels, profiles
-from gpushare.domain.versions import CONFIG_APIS, MINORS, KubeVersion, parse_kube_version
+from gpushare.domain.versions import (
+    CONFIG_APIS,
+    KUBE_SCHEDULER_IMAGE,
+    MINORS,
+    SUPPORTED,
+    KubeVersion,
+    parse_kube_version,
+)
 from gpushare.errors import InputError
 
 API_VERSION: Final = kinds.API_VERSION
@@ -166,7 +173,7 @@ class InstallerSettings(_Model):
     kind: Literal["InstallerSettings"] = Field(KIND, description="Settings document kind.")
     kubernetes_version: str | None = Field(
         None,
-        description="Target Kubernetes: a minor 1.20-1.28 or a full v1.X.Y. Unset: a chart that picks the "
+        description=f"Target Kubernetes: a minor {SUPPORTED} or a full v1.X.Y. Unset: a chart that picks the "
         "scheduler configuration from the cluster's version at install time.",
     )
 
@@ -233,7 +240,7 @@ class InstallerSettings(_Model):
         data.setdefault("gpuMemoryUnit", data.pop("gpu_memory_unit", profile.memory_units[0]))
         registry = _registry(name, data.get("region"))
         for key, snake, image in (
-            ("scheduler", "scheduler", {"repository": "registry.k8s.io/kube-scheduler", "tag": ""}),
+            ("scheduler", "scheduler", {"repository": KUBE_SCHEDULER_IMAGE, "tag": ""}),
             ("extender", "extender", {"repository": f"{registry}/k8s-gpushare-schd-extender", "tag": "1.11-d170d8a"}),
             (
                 "devicePlugin",

@@ -49,6 +49,21 @@ def _scheduler(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
         yield "--scheduler-version", version, f"at least {minimum} on ACK 1.{minor[0]} for compute allocation"
 
 
+def _undocumented_scheduler(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    """Past the newest minor ACK's table names, GC403 cannot decide: say so rather than guess a minimum."""
+    version = ctx.kube_version
+    minor = numbers(version)[1:2] if version and valid(version) else ()
+    table = profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE
+    if uses_compute(ctx) and minor and minor[0] > max(table):
+        documented = ", ".join(f"1.{m}: {v}" for m, v in table.items())
+        yield (
+            "--kube-version",
+            version,
+            f"a minor whose minimum kube-scheduler ACK documents for compute allocation ({documented}); ACK names "
+            f"none for 1.{minor[0]}, so GC403 is not checked: see ACK's kube-scheduler release notes",
+        )
+
+
 def _region(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     settings_say_so = ctx.settings is not None and ctx.settings.compute_allocation and ctx.settings.region == ctx.region
     if settings_say_so:
@@ -177,6 +192,15 @@ RULES: tuple[Rule, ...] = (
         "Upgrade the scheduler (clusters created before 2022-03-01 need it).",
         sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _scheduler,
+    ),
+    Rule(
+        "GC414",
+        "warning",
+        "cluster",
+        "ACK documents no minimum kube-scheduler for compute allocation on this minor",
+        "Check the kube-scheduler release notes of ACK for GPU compute allocation on your minor.",
+        sources.section(sources.ACK_COMPUTE, "Prerequisites"),
+        _undocumented_scheduler,
     ),
     Rule(
         "GC404",

@@ -137,7 +137,8 @@ def _control_plane_version(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[
         yield (
             "kubernetesVersion",
             None,
-            "the control plane's version (1.20-1.28 or v1.X.Y): control-plane files are written for one version",
+            f"the control plane's version ({versions.SUPPORTED} or v1.X.Y): control-plane files are written for one "
+            "version",
         )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from gpushare.domain import cgpu, labels, profiles, sources
+from gpushare.domain import cgpu, labels, profiles, sources, versions
+from gpushare.domain.versionstr import numbers, valid
 from gpushare.kube import workloads
 from gpushare.kube.workloads import Workload
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
@@ -43,6 +44,14 @@ def _scheduler_name(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     named = str(p.spec.get("schedulerName") or profiles.DEFAULT_SCHEDULER_NAME)
     if p.gpu_mem and served and named != served:
         yield "spec.schedulerName", named, f"{served}, the scheduler that calls the gpushare extender"
+
+
+def _removed_api(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+    minor = numbers(ctx.kube_version)[1:2] if ctx.kube_version and valid(ctx.kube_version) else ()
+    api_version = str(p.source.obj.get("apiVersion") or "")
+    instead = versions.unserved_workload_api(api_version, p.kind, minor[0]) if minor else None
+    if instead:
+        yield "apiVersion", api_version, instead
 
 
 def largest_gpu(ctx: ClusterFacts) -> int:
@@ -285,5 +294,14 @@ RULES: tuple[Rule, ...] = (
         "another scheduler binds the pod without a GPU device and it starts without a GPU.",
         sources.section(sources.EXTENDER, "config/ (the extender is called only by the scheduler configured with it)"),
         _scheduler_name,
+    ),
+    Rule(
+        "GW215",
+        "error",
+        "workload",
+        "A workload's API must be one the cluster's Kubernetes minor serves",
+        "Write the API the message names (kubectl convert, or edit apiVersion and the fields it changed).",
+        sources.KUBE_API_MIGRATION,
+        _removed_api,
     ),
 )

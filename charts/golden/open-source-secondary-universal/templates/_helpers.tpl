@@ -72,8 +72,8 @@ open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only)
 {{- if and (ge $minor 20) (le $minor 21) -}}v1beta1
 {{- else if and (ge $minor 22) (le $minor 22) -}}v1beta2
 {{- else if and (ge $minor 23) (le $minor 24) -}}v1beta3
-{{- else if and (ge $minor 25) (le $minor 28) -}}v1
-{{- else -}}{{ fail (printf "gpushare: Kubernetes 1.%d is not supported; this chart serves 1.20-1.28" $minor) }}
+{{- else if and (ge $minor 25) (le $minor 36) -}}v1
+{{- else -}}{{ fail (printf "gpushare: Kubernetes 1.%d is not supported; this chart serves 1.20-1.36" $minor) }}
 {{- end -}}
 {{- end -}}
 
