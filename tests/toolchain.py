@@ -38,7 +38,7 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 #: End-to-end minors by default: one per scheduler configuration API. `GPUSHARE_E2E_MINORS` (`1.20,1.28` or `all`)
 #: selects others; tox, `.ci/run` and the e2e tests all read them here.
-DEFAULT_E2E_MINORS = (20, 22, 24, 28)
+DEFAULT_E2E_MINORS = (20, 22, 24, 28, 32, 36)
 
 
 def selected_minors() -> list[int]:

@@ -186,12 +186,36 @@ class ScoringProfile:
         """1.28 on: PodTopologySpread skips a pod without constraints (its score counts 0, not 100 everywhere)."""
         return self.minor >= 28
 
+    @property
+    def images_include_init(self) -> bool:
+        """1.30 on: ImageLocality sums the init containers' images too, and its ceiling counts them as containers."""
+        return self.minor >= 30
+
+    @property
+    def balanced_skips_best_effort(self) -> bool:
+        """1.33 on: BalancedAllocation scores 0 for a pod that requests no cpu and no memory (kubernetes#129138)."""
+        return self.minor >= 33
+
+    @property
+    def balanced_by_improvement(self) -> bool:
+        """1.36 on: BalancedAllocation scores how much the pod improves the node's balance: 50 + (50 + with - without)
+        / 2, each side the 1.22 score of the node's requests with and without the pod."""
+        return self.minor >= 36
+
+    @property
+    def retries_at_once(self) -> bool:
+        """1.33 on (SchedulerPopFromBackoffQ): a pending pod a bind may have made schedulable is retried as soon as
+        the scheduler is idle (gpushare.placement.requeue)."""
+        return self.minor >= 33
+
     def weight(self, plugin: str) -> int:
         return dict(self.weights).get(plugin, 0)
 
     # --- the filters' words ---------------------------------------------------------------------------------------
 
     def taint_reason(self, key: str, value: str) -> str:
+        if self.minor >= 34:
+            return "node(s) had untolerated taint(s)"
         if self.minor >= 24:
             return f"node(s) had untolerated taint {{{key}: {value}}}"
         return f"node(s) had taint {{{key}: {value}}}, that the pod didn't tolerate"

@@ -77,6 +77,7 @@ class Workload:
     nz_cpu: int = 0
     nz_memory: int = 0
     images: list[str] = field(default_factory=list)  # spec.containers[*].image, in order
+    init_images: list[str] = field(default_factory=list)  # spec.initContainers[*].image, in order
     #: A controller's own `spec.selector` (the pods it owns), as written; None for a Pod.
     selector: Any = None
     #: A Pod's controller (ownerReferences entry with controller: true): (apiVersion, kind, name, uid).
@@ -184,8 +185,8 @@ def _read_containers(view: Workload) -> None:
                     nz_sum[j] += nz[j]
                 else:
                     nz_init[j] = max(nz_init[j], nz[j])
+            (view.images if kind == "containers" else view.init_images).append(str(raw.get("image") or ""))
             if kind == "containers":
-                view.images.append(str(raw.get("image") or ""))
                 for entry in sequence(raw.get("env")):
                     entry = mapping(entry)
                     if "name" in entry:

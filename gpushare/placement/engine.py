@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpushare.placement import interpod, plugins, scoring
+from gpushare.placement import interpod, plugins, requeue, scoring
 from gpushare.placement.capacity import CapacityIndex, Key
 from gpushare.placement.interpod import Cycle
 from gpushare.placement.model import Node, Pod, Semantics
@@ -187,20 +187,18 @@ class FastEngine:
             pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
         )
 
-    def fixed(self, pod: Pod, name: str, result: PlacementResult) -> None:
+    def fixed(self, pod: Pod, name: str) -> Assignment | Pending:
         """--node-order replay: the pod goes to the named node if it fits there, else stays pending."""
         cycle = interpod.prefilter(pod, self.nodes, self.semantics.scheduler)
         for node in self.nodes:
             if node.name == name:
                 rejected = plugins.rejection(node, pod, self.semantics, cycle)
                 if rejected is None:
-                    result.placements.append(self.bind(node, pod, best=False))
-                else:
-                    reasons = tuple(sorted(Counter(rejected.reasons).items()))
-                    by_node = ((node.name, rejected),) if self.explain else ()
-                    result.pending.append(Pending(pod.namespace, pod.name, 1, reasons, pod.per_gpu, by_node))
-                return
-        result.pending.append(Pending(pod.namespace, pod.name, 0, (), pod.per_gpu))
+                    return self.bind(node, pod, best=False)
+                reasons = tuple(sorted(Counter(rejected.reasons).items()))
+                by_node = ((node.name, rejected),) if self.explain else ()
+                return Pending(pod.namespace, pod.name, 1, reasons, pod.per_gpu, by_node)
+        return Pending(pod.namespace, pod.name, 0, (), pod.per_gpu)
 
 
 def place(
@@ -213,31 +211,26 @@ def place(
 ) -> PlacementResult:
     engine = FastEngine(nodes, semantics, explain, pods)
     result = PlacementResult(semantics, nodes=nodes)
-    for pod in pods:
-        tick()
-        if node_order and pod.key in node_order:
-            engine.fixed(pod, node_order[pod.key], result)
-            continue
+    order = node_order or {}
+
+    def attempt(pod: Pod) -> Assignment | Pending:
+        if pod.key in order:
+            return engine.fixed(pod, order[pod.key])
         cls = engine.node_class(pod)
         cycle = engine.cycle(pod)
         if engine.scored is not None and cycle is None and engine.scored.serves(pod):
             found = engine.scored.choose(pod, cls.members)
             if found is None:
-                result.pending.append(engine.pending(pod, cls))
-            else:
-                result.placements.append(engine.bind(found[0], pod, best=False, tied=found[1]))
-            continue
+                return engine.pending(pod, cls)
+            return engine.bind(found[0], pod, best=False, tied=found[1])
         if semantics.name == "upstream" or cycle is not None:  # scored node by node
             fitting = [n for n in cls.members if engine.fits(n, pod, cycle)]
             if not fitting:
-                result.pending.append(engine.pending(pod, cls, cycle))
-                continue
+                return engine.pending(pod, cls, cycle)
             chosen, tied = scoring.choose_node(pod, fitting, nodes, semantics)
-            result.placements.append(engine.bind(chosen, pod, best=False, tied=tied))
-            continue
+            return engine.bind(chosen, pod, best=False, tied=tied)
         node = engine.best(pod, cls)
-        if node is None:
-            result.pending.append(engine.pending(pod, cls))
-        else:
-            result.placements.append(engine.bind(node, pod))
+        return engine.pending(pod, cls) if node is None else engine.bind(node, pod)
+
+    requeue.drive(pods, attempt, semantics, result, tick, lambda pod: pod.key in order)
     return result

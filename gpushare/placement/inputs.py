@@ -173,7 +173,10 @@ def to_pod(
         labels=tuple(sorted(own_labels.items())),
         nz_cpu=view.nz_cpu,
         nz_memory=view.nz_memory,
-        images=tuple(normalized_image(i) for i in view.images),
+        images=tuple(
+            normalized_image(i)
+            for i in (view.init_images + view.images if semantics.scheduler.images_include_init else view.images)
+        ),
         preferred=preferred,
         spread=spread,
         spread_own=spread_own,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from gpushare.placement import interpod, plugins, scoring
+from gpushare.placement import interpod, plugins, requeue, scoring
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 
@@ -22,9 +22,10 @@ def place(
     tick: Callable[[], None] = lambda: None,
 ) -> PlacementResult:
     result = PlacementResult(semantics, nodes=nodes)
-    for pod in pods:
-        tick()
-        fixed = (node_order or {}).get(pod.key)
+    order = node_order or {}
+
+    def attempt(pod: Pod) -> Assignment | Pending:
+        fixed = order.get(pod.key)
         candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
         cycle = interpod.prefilter(pod, nodes, semantics.scheduler)
         fitting = []
@@ -39,14 +40,13 @@ def place(
                 fitting.append(node)
         if not fitting:
             explained = tuple(by_node) if explain else ()
-            result.pending.append(
-                Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items())), pod.per_gpu, explained)
-            )
-            continue
+            return Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items())), pod.per_gpu, explained)
         best, tied = (fitting[0], 1) if fixed is not None else scoring.choose_node(pod, fitting, nodes, semantics)
         gpus = plugins.choose_gpus(best, pod, semantics)
         plugins.charge(best, pod, gpus)
-        result.placements.append(
-            Assignment(pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied)
+        return Assignment(
+            pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
         )
+
+    requeue.drive(pods, attempt, semantics, result, tick, lambda pod: pod.key in order)
     return result

@@ -61,12 +61,20 @@ def balanced_score(node: Node, pod: Pod, profile: ScoringProfile) -> int:
         if cpu >= 1 or memory >= 1:
             return 0
         return int((1 - abs(cpu - memory)) * MAX_NODE_SCORE)
+    if profile.balanced_skips_best_effort and not pod.cpu and not pod.memory:
+        return 0
+    with_pod = _balance(node, pod.cpu, pod.memory)
+    if profile.balanced_by_improvement:
+        return MAX_NODE_SCORE // 2 + (MAX_NODE_SCORE // 2 + with_pod - _balance(node, 0, 0)) // 2
+    return with_pod
+
+
+def _balance(node: Node, cpu: int, memory: int) -> int:
+    """1 - the standard deviation of the node's requested fractions of cpu and memory (each capped at 1), as a
+    score: with two resources the deviation is half their difference; a resource the node has none of is left out."""
     fractions = [
         min((used + asked) / allocatable, 1.0)
-        for allocatable, used, asked in (
-            (node.cpu, node.cpu_used, pod.cpu),
-            (node.memory, node.memory_used, pod.memory),
-        )
+        for allocatable, used, asked in ((node.cpu, node.cpu_used, cpu), (node.memory, node.memory_used, memory))
         if allocatable
     ]
     deviation = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0

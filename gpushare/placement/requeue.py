@@ -1,0 +1,86 @@
+"""The scheduling queue both engines share: pods in order, and from kube-scheduler 1.33 the retry of pending pods
+that a bind may have made schedulable.
+
+A pending pod waits in kube-scheduler's unschedulable queue. When a pod is bound, each plugin that rejected a
+waiting pod says whether the new pod could change its answer (queueing hints, on from 1.32): InterPodAffinity when
+the bound pod matches all the waiting pod's required affinity terms, PodTopologySpread when it is in the waiting
+pod's namespace and one of its hard constraints' selectors matches it. From 1.33 (SchedulerPopFromBackoffQ) such a
+pod is popped from the backoff queue as soon as the scheduler is idle, so in a run where pods arrive one at a time
+it is retried before the next new pod: the dry run does the same. Before 1.33 the retry waits out a backoff of a
+second or more, which depends on timing the dry run does not model; pods stay pending there. Other rejections
+(resources, taints, node affinity, the extender's GPU choice) cannot be lifted by a bind.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from gpushare.placement import interpod
+from gpushare.placement.model import Pod, Semantics
+from gpushare.placement.result import Assignment, Pending, PlacementResult
+
+#: One attempt to schedule a pod on the current state: bound (and charged) or pending.
+Attempt = Callable[[Pod], Assignment | Pending]
+
+_AFFINITY = frozenset({interpod.AFFINITY_RULES, interpod.AFFINITY_1_20})
+_SPREAD = frozenset({interpod.SPREAD_CONSTRAINTS, interpod.SPREAD_MISSING_LABEL})
+
+
+def worth_retrying(waiting: Pod, why: Pending, bound: Pod) -> bool:
+    """The queueing hints of the plugins that rejected `waiting`, for `bound` having been added."""
+    reasons = {reason for reason, _ in why.reasons}
+    affinity = waiting.pod_affinity.required if waiting.pod_affinity is not None else ()
+    if affinity and reasons & _AFFINITY and all(term.matches(bound) for term in affinity):
+        return True
+    return bool(
+        waiting.hard_spread
+        and reasons & _SPREAD
+        and bound.namespace == waiting.namespace
+        and any(c.selector.matches(bound.label_map) for c in waiting.hard_spread)
+    )
+
+
+def drive(
+    pods: Sequence[Pod],
+    attempt: Attempt,
+    semantics: Semantics,
+    result: PlacementResult,
+    tick: Callable[[], None],
+    fixed: Callable[[Pod], bool] = lambda _: False,
+) -> None:
+    """Each pod in order, then, where the minor retries at once, the waiting pods each bind may have freed (in the
+    order they arrived; a retried pod's own bind is an event too). Pods whose node is `fixed` are never retried."""
+    retries = semantics.name == "upstream" and semantics.scheduler.retries_at_once
+    waiting: list[tuple[Pod, Pending]] = []
+    for pod in pods:
+        tick()
+        outcome = attempt(pod)
+        if isinstance(outcome, Pending):
+            result.pending.append(outcome)
+            if retries and not fixed(pod) and {reason for reason, _ in outcome.reasons} & (_AFFINITY | _SPREAD):
+                waiting.append((pod, outcome))  # only a bind can lift these: others never wait here
+            continue
+        result.placements.append(outcome)
+        if retries and waiting:
+            _retry(pod, waiting, attempt, result)
+
+
+def _retry(bound: Pod, waiting: list[tuple[Pod, Pending]], attempt: Attempt, result: PlacementResult) -> None:
+    events = deque([bound])
+    while events and waiting:
+        added = events.popleft()
+        for entry in [w for w in waiting if worth_retrying(w[0], w[1], added)]:
+            pod, before = entry
+            outcome = attempt(pod)
+            position = result.pending.index(before)
+            waiting.remove(entry)
+            if isinstance(outcome, Pending):
+                result.pending[position] = outcome
+                if {reason for reason, _ in outcome.reasons} & (_AFFINITY | _SPREAD):
+                    waiting.append((pod, outcome))
+                    waiting.sort(key=lambda w: result.pending.index(w[1]))  # arrival order, as the queue keeps it
+            else:
+                del result.pending[position]
+                result.placements.append(outcome)
+                events.append(pod)
