@@ -1,13 +1,46 @@
-"""gpushare: GPU sharing on Kubernetes: installer generator, policy rules and dry-run placement."""
+"""gpushare: GPU sharing on Kubernetes: installer generator, policy rules and dry-run placement.
+
+The public API is imported on first use (PEP 562), so the command line starts without loading what a command
+does not need.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from gpushare.errors import GpushareError, InputError
-from gpushare.generate.render import Rendered, render
-from gpushare.placement import place
-from gpushare.policy.engine import ClusterFacts
-from gpushare.policy.validate import validate
-from gpushare.settings.model import InstallerSettings, load_settings
+if TYPE_CHECKING:
+    from gpushare.errors import GpushareError, InputError
+    from gpushare.generate.render import Rendered, render
+    from gpushare.placement import place
+    from gpushare.policy.engine import ClusterFacts
+    from gpushare.policy.validate import validate
+    from gpushare.settings.model import InstallerSettings, load_settings
+
+#: Public name -> the module that defines it.
+_PUBLIC = {
+    "ClusterFacts": "gpushare.policy.engine",
+    "GpushareError": "gpushare.errors",
+    "InputError": "gpushare.errors",
+    "InstallerSettings": "gpushare.settings.model",
+    "Rendered": "gpushare.generate.render",
+    "load_settings": "gpushare.settings.model",
+    "place": "gpushare.placement",
+    "render": "gpushare.generate.render",
+    "validate": "gpushare.policy.validate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpushare' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ClusterFacts",

@@ -18,8 +18,6 @@ from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.versions import CONFIG_APIS, MINORS
 from gpushare.errors import GpushareError, shown
-from gpushare.generate.render import FORMATS, render
-from gpushare.settings.options import OPTIONS
 
 EXIT_USAGE = 2
 #: 128 + the signal number, as a shell reports a process ended by SIGINT or SIGTERM.
@@ -39,13 +37,10 @@ def _scheduler_name(text: str) -> str:
     return text
 
 
-def _render_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "render",
-        help="write the installer chart or manifests",
-        description="Write a Helm chart (default: ./ack-ai-installer) or plain manifests for the GPU-sharing stack. "
-        "Every setting of the settings document has a flag; flags override --config.",
-    )
+def _render_args(p: argparse.ArgumentParser) -> None:
+    from gpushare.generate.render import FORMATS
+    from gpushare.settings.options import OPTIONS
+
     p.add_argument("--config", metavar="FILE", help="settings document (YAML, kind InstallerSettings)")
     p.add_argument("--format", choices=FORMATS, default="chart", help="chart directory or plain manifests")
     p.add_argument(
@@ -157,7 +152,8 @@ def _placement_args(p: argparse.ArgumentParser, workloads: bool) -> None:
             action="append",
             default=[],
             metavar="KEY=V1,V2",
-            help="run each variant and print them side by side (placement, semantics, gpu-memory-unit)",
+            help="run each variant and print them side by side (placement, semantics, scheduling-unit: the unit the "
+            "cluster schedules in, the files' numbers converted from --gpu-memory-unit)",
         )
         p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="write a per-GPU allocation picture")
         p.add_argument(
@@ -189,52 +185,85 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal after 2 s)")
 
 
-def parser() -> argparse.ArgumentParser:
+#: Subcommands: (help, description). A command's arguments are built only when that command runs (`only`), so
+#: `gpushare --help` imports none of the library behind them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "render": (
+        "write the installer chart or manifests",
+        "Write a Helm chart (default: ./ack-ai-installer) or plain manifests for the GPU-sharing stack. "
+        "Every setting of the settings document has a flag; flags override --config.",
+    ),
+    "place": (
+        "dry-run: where would these pods land, and why not",
+        "Place workloads on a fleet offline, as the scheduler would. Exit 1 when a pod is invalid, 2 on unusable "
+        "input.",
+    ),
+    "inspect": (
+        "per-GPU allocation, like kubectl inspect gpushare",
+        "Show each node's GPU memory allocated/total from running pods.",
+    ),
+    "validate": (
+        "check settings, workloads and Nodes against the product's rules",
+        "Run every rule on settings documents (kind InstallerSettings), workloads (Pod and controllers) and Node "
+        "manifests. Exit 0 clean or warnings only, 1 on errors (--strict: warnings too), 2 on bad usage or "
+        "unreadable input.",
+    ),
+    "preflight": (
+        "can these settings be installed on this cluster? (read-only)",
+        "Read the cluster (version, nodes, GPU pods, installed unit, scheduler) and run the rules on the settings "
+        "against it. Never writes to the cluster.",
+    ),
+    "rules": ("list every rule: ID, severity, summary, source", "List every rule: ID, severity, summary, source."),
+}
+
+
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line parser; with `only`, just that subcommand's arguments (the others are named, not built)."""
     p = _Parser(prog="gpushare", description="GPU sharing on Kubernetes: installer generator, rules, dry-run.")
     p.add_argument("--version", action="version", version=f"gpushare {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    _render_parser(sub)
-    _placement_args(
-        sub.add_parser(
-            "place",
-            help="dry-run: where would these pods land, and why not",
-            description="Place workloads on a fleet offline, as the scheduler would. "
-            "Exit 1 when a pod is invalid, 2 on unusable input.",
-        ),
-        workloads=True,
-    )
-    inspect = sub.add_parser(
-        "inspect",
-        help="per-GPU allocation, like kubectl inspect gpushare",
-        description="Show each node's GPU memory allocated/total from running pods.",
-    )
-    _placement_args(inspect, workloads=False)
-    inspect.set_defaults(output="inspect")
-    validate = sub.add_parser(
-        "validate",
-        help="check settings, workloads and Nodes against the product's rules",
-        description="Run every rule on settings documents (kind InstallerSettings), workloads "
-        "(Pod and controllers) and Node manifests. Exit 0 clean or warnings only, 1 on errors "
-        "(--strict: warnings too), 2 on bad usage or unreadable input.",
-    )
-    validate.add_argument("paths", nargs="+", help="files, directories or - (stdin)")
-    _policy_args(validate)
-    preflight = sub.add_parser(
-        "preflight",
-        help="can these settings be installed on this cluster? (read-only)",
-        description="Read the cluster (version, nodes, GPU pods, installed unit, scheduler) "
-        "and run the rules on the settings against it. Never writes to the cluster.",
-    )
-    preflight.add_argument("--kubeconfig", default=None, metavar="FILE", help="kubeconfig (default: the usual)")
-    preflight.add_argument("--context", help="kubeconfig context")
-    preflight.add_argument("--config", required=True, metavar="FILE", help="settings document to install")
-    _policy_args(preflight)
-    rules = sub.add_parser("rules", help="list every rule: ID, severity, summary, source")
-    rules.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    for name, (summary, description) in COMMANDS.items():
+        command = sub.add_parser(name, help=summary, description=description)
+        if only is None or only == name:
+            _ARGUMENTS[name](command)
     return p
 
 
+def _preflight_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", default=None, metavar="FILE", help="kubeconfig (default: the usual)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--config", required=True, metavar="FILE", help="settings document to install")
+    _policy_args(p)
+
+
+def _validate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", help="files, directories or - (stdin)")
+    _policy_args(p)
+
+
+def _inspect_args(p: argparse.ArgumentParser) -> None:
+    _placement_args(p, workloads=False)
+    p.set_defaults(output="inspect")
+
+
+def _rules_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+
+
+_ARGUMENTS: dict[str, Any] = {
+    "render": lambda p: _render_args(p),
+    "place": lambda p: _placement_args(p, workloads=True),
+    "inspect": _inspect_args,
+    "validate": _validate_args,
+    "preflight": _preflight_args,
+    "rules": _rules_args,
+}
+
+
 def _cmd_render(args: argparse.Namespace) -> int:
+    from gpushare.generate.render import render
+    from gpushare.settings.options import OPTIONS
+
     options = {o.flag.replace("-", "_"): getattr(args, o.flag.replace("-", "_")) for o in OPTIONS}
     options = {k: v for k, v in options.items() if v is not None}
     output = args.output
@@ -389,7 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser(only=next((word for word in given[:1] if word in COMMANDS), "")).parse_args(given)
     commands = {
         "render": _cmd_render,
         "place": _cmd_place,

@@ -313,22 +313,28 @@ def test_compare_side_by_side(fleet: Path, capsys: pytest.CaptureFixture[str]) -
         "--compare",
         "placement=binpack,spread",
     ]
-    code, out, _ = run(capsys, *placements, "--compare", "gpu-memory-unit=1GiB,128MiB", "-o", "json")
+    code, out, _ = run(capsys, *placements, "--compare", "scheduling-unit=1GiB,128MiB", "-o", "json")
     doc = json.loads(out)
     assert code == 0 and not list(COMPARISON.iter_errors(doc))
     by = {v["variant"]: v["summary"] for v in doc["variants"]}
     assert set(by) == {
-        "placement=binpack,gpu-memory-unit=1GiB",
-        "placement=binpack,gpu-memory-unit=128MiB",
-        "placement=spread,gpu-memory-unit=1GiB",
-        "placement=spread,gpu-memory-unit=128MiB",
+        "placement=binpack,scheduling-unit=1GiB",
+        "placement=binpack,scheduling-unit=128MiB",
+        "placement=spread,scheduling-unit=1GiB",
+        "placement=spread,scheduling-unit=128MiB",
     }
-    assert by["placement=binpack,gpu-memory-unit=1GiB"]["gpusTouched"] == 1
-    assert by["placement=spread,gpu-memory-unit=1GiB"]["gpusTouched"] == 3
+    assert by["placement=binpack,scheduling-unit=1GiB"]["gpusTouched"] == 1
+    assert by["placement=spread,scheduling-unit=1GiB"]["gpusTouched"] == 3
     # in 128 MiB units a 15 GiB GPU is 120 units and the 16 GiB pod asks 128: still pending
-    assert by["placement=binpack,gpu-memory-unit=128MiB"]["gpuMemory"]["total"] == 3 * 120
+    assert by["placement=binpack,scheduling-unit=128MiB"]["gpuMemory"]["total"] == 3 * 120
+    assert doc["convertedFrom"] == "1GiB"
+    code, _, err = run(capsys, *placements, "--compare", "gpu-memory-unit=1GiB,128MiB")
+    assert code == 2 and "scheduling-unit=1GiB,128MiB to compare the unit the cluster schedules in" in err
+    code, out, _ = run(capsys, *placements, "--compare", "scheduling-unit=1GiB,128MiB")
+    assert "the files' numbers are in 1GiB (--gpu-memory-unit); each variant converts them" in out
     code, out, _ = run(capsys, *placements)
     assert code == 0 and out.splitlines()[0].split()[:3] == ["VARIANT", "PLACED", "PENDING"]
+    assert "--gpu-memory-unit" not in out  # nothing converted, nothing said
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
     assert rows["placement=spread"][4] == "3/3"  # GPUS TOUCHED, as in the JSON (unit 1GiB)
     code, _, err = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), "--compare", "colour=red")
@@ -344,6 +350,37 @@ def test_plot(fleet: Path, capsys: pytest.CaptureFixture[str], suffix: str) -> N
     assert code == 0
     data = target.read_bytes()
     assert data.startswith(b"\x89PNG") if suffix == "png" else b"<svg" in data[:500]
+
+
+def test_plot_tells_running_from_new_pods(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Memory held before the run and memory the run placed are drawn apart, and a legend says which is which."""
+    from gpushare.placement import plot
+
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", "aliyun.com/gpu-mem": "16", "aliyun.com/gpu-count": "1"}
+    (tmp_path / "n.yaml").write_text(
+        yaml.safe_dump({"kind": "Node", "metadata": {"name": "n0"}, "status": {"capacity": capacity}})
+    )
+    limits = {"limits": {"aliyun.com/gpu-mem": 4}}
+    old = {
+        "kind": "Pod",
+        "metadata": {"name": "old", "namespace": "ml", "annotations": {"ALIYUN_COM_GPU_MEM_IDX": "0"}},
+        "spec": {"nodeName": "n0", "containers": [{"name": "c", "resources": limits}]},
+        "status": {"phase": "Running"},
+    }
+    new = {
+        "kind": "Pod",
+        "metadata": {"name": "new", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c", "resources": limits}]},
+    }
+    (tmp_path / "old.yaml").write_text(yaml.safe_dump(old))
+    (tmp_path / "new.yaml").write_text(yaml.safe_dump(new))
+    target = tmp_path / "p.svg"
+    args = ["place", "--nodes", str(tmp_path / "n.yaml"), "--existing", str(tmp_path / "old.yaml")]
+    assert run(capsys, *args, str(tmp_path / "new.yaml"), "--plot", str(target))[0] == 0
+    svg = target.read_text()
+    assert "running before (--existing)" in svg and "placed by this dry run" in svg and "8/16" in svg
+    colours = (plot.RUNNING.lstrip("#"), plot.NEW.lstrip("#"))
+    assert all(svg.count(colour) >= 2 for colour in colours)  # in the legend and in the cell, both parts
 
 
 def test_node_without_gpus_is_not_a_gpu_node(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -400,3 +437,21 @@ def test_explain_gives_every_nodes_reason(fleet: Path, capsys: pytest.CaptureFix
         {"node": "a", "plugin": "NodeResourcesFit", "reason": "Insufficient aliyun.com/gpu-mem"},
         {"node": "b", "plugin": "NodeResourcesFit", "reason": "Insufficient aliyun.com/gpu-mem"},
     ]
+
+
+def test_a_pod_without_gpu_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", "aliyun.com/gpu-mem": "16", "aliyun.com/gpu-count": "2"}
+    (tmp_path / "nodes.yaml").write_text(
+        yaml.safe_dump({"kind": "Node", "metadata": {"name": "n0"}, "status": {"capacity": capacity}})
+    )
+    container = {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}
+    web = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "ml"},
+        "spec": {"containers": [container]},
+    }
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump(web))
+    code, out, _ = run(capsys, "place", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "web.yaml"))
+    (row,) = [line for line in out.splitlines() if line.startswith("ml/web")]
+    assert code == 0 and row.split()[1:4] == ["n0", "no", "GPU"]

@@ -173,7 +173,8 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
         for name, semantics in comparing.variants(base, specs):
             result = once(semantics)
             rows.append((name, semantics, result))
-        _print_comparison(rows, req.output, out)
+        converted = input_unit if any(key == comparing.SCHEDULING_UNIT for key, _ in specs) else None
+        _print_comparison(rows, req.output, out, converted)
         return 1 if any(r.invalid for _, _, r in rows) else 0
     result = once(base)
     if req.plot:
@@ -188,11 +189,16 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
     return 1 if result.invalid else 0
 
 
-def _print_comparison(rows: list[tuple[str, Semantics, Any]], output: str, out: TextIO) -> None:
+def _print_comparison(
+    rows: list[tuple[str, Semantics, Any]], output: str, out: TextIO, converted_from: str | None = None
+) -> None:
+    """The variants side by side; with `converted_from`, say that the files' numbers were converted from that unit
+    into each scheduling unit compared."""
     if output == "json":
         doc = {
             "apiVersion": kinds.API_VERSION,
             "kind": kinds.PLACEMENT_COMPARISON,
+            **({"convertedFrom": converted_from} if converted_from else {}),
             "variants": [
                 {"variant": name, "semantics": to_dict(r)["semantics"], "summary": summary(r)} for name, _, r in rows
             ],
@@ -217,3 +223,8 @@ def _print_comparison(rows: list[tuple[str, Semantics, Any]], output: str, out: 
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for row in table:
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    if converted_from:
+        out.write(
+            f"\n{comparing.SCHEDULING_UNIT}: the files' numbers are in {converted_from} (--gpu-memory-unit); each "
+            "variant converts them into its unit\n"
+        )

@@ -1,4 +1,5 @@
-"""A picture of per-GPU allocation: one row per GPU node, one cell per GPU, shaded by the share allocated."""
+"""A picture of per-GPU allocation: one row per GPU node, one cell per GPU, filled by what was running and what the
+run placed."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from pathlib import Path
 
 from gpushare.errors import InputError
 from gpushare.placement.result import PlacementResult
+
+#: Cell colours: memory held by pods that were running before, memory this run placed, free, an unhealthy GPU.
+RUNNING, NEW, FREE, UNHEALTHY = "#4a5568", "#ed8936", "#f7fafc", "#bbbbbb"
 
 
 def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = 400) -> Path:
@@ -17,44 +21,57 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = 400) 
         import matplotlib
 
         matplotlib.use("Agg")
+        matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable, selectable
         import matplotlib.pyplot as plt
-        from matplotlib.colors import LinearSegmentedColormap
-        from matplotlib.patches import Rectangle
+        from matplotlib.patches import Patch, Rectangle
     except ImportError:
         raise InputError("--plot", str(path), "matplotlib installed (pip install 'gpushare[plot]')") from None
     nodes = [n for n in result.nodes if n.gpus][:max_nodes]
     width = max((len(n.gpus) for n in nodes), default=1)
     height = max(len(nodes), 1)
-    figure, axes = plt.subplots(figsize=(max(6.0, 2 + 0.9 * width), 1.6 + 0.32 * height), dpi=100)
-    cmap = LinearSegmentedColormap.from_list("alloc", ["#f0f4f8", "#2b6cb0"])
+    figure, axes = plt.subplots(figsize=(max(6.0, 2 + 0.9 * width), 2.2 + 0.32 * height), dpi=100)
+    placed: dict[tuple[str, int], int] = {}  # (node, GPU) -> units this run placed there
+    for a in result.placements:
+        for index, units in a.gpus:
+            placed[(a.node, index)] = placed.get((a.node, index), 0) + units
     for row, node in enumerate(nodes):
         for gpu in node.gpus:
-            share = gpu.used / gpu.total if gpu.total else 0.0
-            color = "#bbbbbb" if not gpu.healthy else cmap(share)
-            axes.add_patch(Rectangle((gpu.index, row), 0.95, 0.9, color=color, hatch=None if gpu.healthy else "//"))
-            if width <= 16 and height <= 60:
-                axes.text(
-                    gpu.index + 0.47,
-                    row + 0.45,
-                    f"{gpu.used}/{gpu.total}",
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color="white" if share > 0.6 else "black",
+            x, y = gpu.index, row
+            axes.add_patch(Rectangle((x, y), 0.95, 0.9, facecolor=FREE, edgecolor="#cbd5e0", linewidth=0.5))
+            if not gpu.healthy:
+                axes.add_patch(Rectangle((x, y), 0.95, 0.9, facecolor=UNHEALTHY, hatch="//", edgecolor="#888888"))
+            elif gpu.total:
+                new = min(placed.get((node.name, gpu.index), 0), gpu.used)
+                running = min(gpu.used - new, gpu.total)
+                new = min(new, gpu.total - running)
+                axes.add_patch(Rectangle((x, y), 0.95 * running / gpu.total, 0.9, facecolor=RUNNING, linewidth=0))
+                axes.add_patch(
+                    Rectangle(
+                        (x + 0.95 * running / gpu.total, y), 0.95 * new / gpu.total, 0.9, facecolor=NEW, linewidth=0
+                    )
                 )
+            if width <= 16 and height <= 60:
+                axes.text(x + 0.47, y + 0.45, f"{gpu.used}/{gpu.total}", ha="center", va="center", fontsize=7)
+    legend = [
+        Patch(facecolor=RUNNING, label="running before (--existing)"),
+        Patch(facecolor=NEW, label="placed by this dry run"),
+        Patch(facecolor=FREE, edgecolor="#cbd5e0", label="free"),
+        Patch(facecolor=UNHEALTHY, hatch="//", edgecolor="#888888", label="unhealthy GPU"),
+    ]
+    figure.legend(handles=legend, loc="lower center", ncol=4, fontsize=7, frameon=False)
     axes.set_xlim(0, width)
     axes.set_ylim(height, 0)
     axes.set_xticks([i + 0.47 for i in range(width)], [f"GPU{i}" for i in range(width)], fontsize=8)
     axes.set_yticks([i + 0.45 for i in range(len(nodes))], [n.name for n in nodes], fontsize=7 if height <= 60 else 4)
     s = result.semantics
     axes.set_title(
-        f"GPU memory allocated ({s.name}, {s.placement}, unit {s.gpu_memory_unit})\n"
+        f"GPU memory allocated per GPU ({s.name}, {s.placement}, unit {s.gpu_memory_unit}): used/total\n"
         f"{len(result.placements)} placed, {len(result.pending)} pending",
         fontsize=9,
     )
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.07, 1, 1))  # room for the legend below
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
     plt.close(figure)

@@ -126,7 +126,7 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
     tied = any(a.tied_with > 1 for a in result.placements)
     rows = [["POD", "NODE", "GPU:UNITS", "CORE%", *(["TIED"] if tied else [])]]
     for a in result.placements[:limit]:
-        row = [a.key, a.node, ",".join(f"{i}:{u}" for i, u in a.gpus) or "-", str(a.core or "-")]
+        row = [a.key, a.node, ",".join(f"{i}:{u}" for i, u in a.gpus) or "no GPU", str(a.core or "-")]
         rows.append(row + ([f"~{a.tied_with}" if a.tied_with > 1 else ""] if tied else []))
     lines += _table(rows)
     if len(result.placements) > limit:
