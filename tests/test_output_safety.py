@@ -166,7 +166,16 @@ def test_an_interrupt_is_one_line_and_leaves_no_output(
     plot = tmp_path / "plot.svg"
     args = ["place", "--nodes", "nodes.yaml", "w.yaml", "-o", "json", "--plot", str(plot)]
     command = [sys.executable, "-m", "gpushare", *args]
-    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as from a terminal: a shell without job control starts background jobs (a CI script's `&`) with SIGINT
+        # ignored, and Python then leaves Ctrl-C ignored, as it should
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     time.sleep(3)  # well into placing a million pods
     assert process.poll() is None, process.communicate()
     process.send_signal(sig)

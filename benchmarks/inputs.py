@@ -1,0 +1,413 @@
+"""The user's real files at fleet scale: `gpushare place` and `validate` as whole processes on what kubectl writes.
+
+Generates (once, cached under --dir) a fleet as `kubectl get nodes -o yaml|json` writes it (2,000 nodes x 8 GPUs
+with status, images, conditions and managedFields) and distinct pending pods as `kubectl get pods -o yaml|json`
+writes them (each its own name, labels, uid, env, volumes, probes, status conditions and managedFields, about
+3-5 KB), then times:
+
+- `gpushare place --nodes nodes.F pods.F -o json` from YAML and from JSON (pods/s, whole process);
+- `gpushare validate pods.yaml` (objects/s);
+- peak memory of each (the process's maximum resident set) against the input's size.
+
+These figures, taken before the input readers change, are the baseline later figures are compared with.
+Targets: place >= 20,000 pods/s from YAML, >= 50,000 pods/s from JSON; validate >= 25,000 objects/s from YAML;
+peak memory <= 3x the input.
+Usage: python benchmarks/inputs.py [--pods 100000] [--nodes 2000] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+try:
+    _Dumper: Any = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover
+    _Dumper = yaml.SafeDumper
+
+GPUS_PER_NODE = 8
+GIB_PER_GPU = 80
+STAMP = "2026-11-20T08:15:42Z"
+
+
+def _managed(manager: str, operation: str, fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+        "manager": manager,
+        "operation": operation,
+        "time": STAMP,
+    }
+
+
+def node(i: int, rng: random.Random) -> dict[str, Any]:
+    name = f"gpu-{i:05d}"
+    capacity = {
+        "aliyun.com/gpu-count": str(GPUS_PER_NODE),
+        "aliyun.com/gpu-mem": str(GPUS_PER_NODE * GIB_PER_GPU),
+        "cpu": "192",
+        "ephemeral-storage": "1966070Mi",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+        "memory": "1584941720Ki",
+        "pods": "256",
+    }
+    labels = {
+        "beta.kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": "ecs.gn7e-c16g1.32xlarge",
+        "topology.kubernetes.io/region": "cn-beijing",
+        "topology.kubernetes.io/zone": f"cn-beijing-{'abc'[i % 3]}",
+        "gpushare": "true",
+    }
+    images = [
+        {
+            "names": [f"registry.example.com/ml/model-{k}@sha256:{uuid.UUID(int=rng.getrandbits(128)).hex}"],
+            "sizeBytes": rng.randint(10**8, 10**10),
+        }
+        for k in range(6)
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            },
+            "creationTimestamp": STAMP,
+            "labels": labels,
+            "managedFields": [
+                _managed("kubelet", "Update", {"f:metadata": {"f:labels": {f"f:{k}": {} for k in labels}}}),
+                _managed("kubelet", "Update", {"f:status": {"f:allocatable": {f"f:{k}": {} for k in capacity}}}),
+            ],
+            "name": name,
+            "resourceVersion": str(rng.randint(10**6, 10**8)),
+            "uid": str(uuid.UUID(int=rng.getrandbits(128))),
+        },
+        "spec": {"podCIDR": f"10.{i // 250}.{i % 250}.0/24", "providerID": f"alicloud://cn-beijing.i-{i:012x}"},
+        "status": {
+            "addresses": [
+                {"address": f"192.168.{i // 250}.{i % 250}", "type": "InternalIP"},
+                {"address": name, "type": "Hostname"},
+            ],
+            "allocatable": capacity,
+            "capacity": capacity,
+            "conditions": [
+                {
+                    "lastHeartbeatTime": STAMP,
+                    "lastTransitionTime": STAMP,
+                    "message": m,
+                    "reason": r,
+                    "status": s,
+                    "type": t,
+                }
+                for t, s, r, m in (
+                    (
+                        "MemoryPressure",
+                        "False",
+                        "KubeletHasSufficientMemory",
+                        "kubelet has sufficient memory available",
+                    ),
+                    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+                )
+            ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "images": images,
+            "nodeInfo": {
+                "architecture": "amd64",
+                "bootID": str(uuid.UUID(int=rng.getrandbits(128))),
+                "containerRuntimeVersion": "containerd://1.6.28",
+                "kernelVersion": "5.10.134-16.al8.x86_64",
+                "kubeProxyVersion": "v1.30.1-aliyun.1",
+                "kubeletVersion": "v1.30.1-aliyun.1",
+                "machineID": uuid.UUID(int=rng.getrandbits(128)).hex,
+                "operatingSystem": "linux",
+                "osImage": "Alibaba Cloud Linux 3.2104 U10 (OpenAnolis Edition)",
+                "systemUUID": str(uuid.UUID(int=rng.getrandbits(128))),
+            },
+        },
+    }
+
+
+def pod(i: int, rng: random.Random) -> dict[str, Any]:
+    """A pending pod as kubectl prints it: distinct name, labels, uid, env and size."""
+    app = f"team-{i % 97}-svc-{i % 13}"
+    gib = rng.choice([2, 3, 5, 8, 10, 16, 20, 30])
+    cpu, memory = rng.choice([("500m", "2Gi"), ("1", "4Gi"), ("2", "8Gi"), ("4", "16Gi")])
+    resources = {
+        "limits": {"aliyun.com/gpu-mem": str(gib), "cpu": cpu, "memory": memory},
+        "requests": {"aliyun.com/gpu-mem": str(gib), "cpu": cpu, "memory": memory},
+    }
+    env = [{"name": f"SETTING_{k}", "value": f"value-{rng.getrandbits(40):x}"} for k in range(rng.randint(4, 10))]
+    env.append({"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}})
+    container = {
+        "args": ["--model", f"/models/{app}", "--port", "8080", "--workers", str(rng.randint(1, 8))],
+        "env": env,
+        "image": f"registry.example.com/ml/{app}:v{rng.randint(1, 40)}.{rng.randint(0, 9)}",
+        "imagePullPolicy": "IfNotPresent",
+        "livenessProbe": {
+            "failureThreshold": 3,
+            "httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
+            "periodSeconds": 10,
+            "successThreshold": 1,
+            "timeoutSeconds": 1,
+        },
+        "name": "server",
+        "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
+        "resources": resources,
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+        "volumeMounts": [
+            {"mountPath": "/models", "name": "models", "readOnly": True},
+            {
+                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                "name": f"kube-api-access-{rng.getrandbits(20):05x}",
+                "readOnly": True,
+            },
+        ],
+    }
+    labels = {"app": app, "team": f"team-{i % 97}", "pod-template-hash": f"{rng.getrandbits(32):08x}"}
+    spec_fields = {
+        f"f:{k}": {}
+        for k in (
+            "dnsPolicy",
+            "enableServiceLinks",
+            "restartPolicy",
+            "schedulerName",
+            "securityContext",
+            "terminationGracePeriodSeconds",
+        )
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "annotations": {"kubernetes.io/psp": "ack.privileged", "prometheus.io/scrape": "true"},
+            "creationTimestamp": STAMP,
+            "generateName": f"{app}-{labels['pod-template-hash']}-",
+            "labels": labels,
+            "managedFields": [
+                _managed(
+                    "kube-controller-manager",
+                    "Update",
+                    {
+                        "f:metadata": {
+                            "f:generateName": {},
+                            "f:labels": {f"f:{k}": {} for k in labels},
+                            "f:ownerReferences": {},
+                        },
+                        "f:spec": {
+                            "f:containers": {
+                                'k:{"name":"server"}': {
+                                    "f:env": {},
+                                    "f:image": {},
+                                    "f:resources": {"f:limits": {}, "f:requests": {}},
+                                }
+                            },
+                            **spec_fields,
+                        },
+                    },
+                ),
+                _managed(
+                    "kube-scheduler",
+                    "Update",
+                    {
+                        "f:status": {
+                            "f:conditions": {
+                                'k:{"type":"PodScheduled"}': {"f:message": {}, "f:reason": {}, "f:status": {}}
+                            }
+                        }
+                    },
+                ),
+            ],
+            "name": f"{app}-{labels['pod-template-hash']}-{i:06d}",
+            "namespace": f"ns-{i % 23}",
+            "resourceVersion": str(rng.randint(10**6, 10**8)),
+            "uid": str(uuid.UUID(int=rng.getrandbits(128))),
+        },
+        "spec": {
+            "containers": [container],
+            "dnsPolicy": "ClusterFirst",
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "priority": 0,
+            "restartPolicy": "Always",
+            "schedulerName": "default-scheduler",
+            "securityContext": {},
+            "serviceAccount": "default",
+            "serviceAccountName": "default",
+            "terminationGracePeriodSeconds": 30,
+            "tolerations": [
+                {
+                    "effect": "NoExecute",
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "effect": "NoExecute",
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "tolerationSeconds": 300,
+                },
+            ],
+            "volumes": [
+                {"name": "models", "persistentVolumeClaim": {"claimName": f"models-{i % 31}", "readOnly": True}},
+                {
+                    "name": "kube-api-access",
+                    "projected": {
+                        "defaultMode": 420,
+                        "sources": [
+                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                            {"configMap": {"items": [{"key": "ca.crt", "path": "ca.crt"}], "name": "kube-root-ca.crt"}},
+                        ],
+                    },
+                },
+            ],
+        },
+        "status": {
+            "conditions": [
+                {
+                    "lastProbeTime": None,
+                    "lastTransitionTime": STAMP,
+                    "message": "0/2000 nodes are available: 2000 Insufficient aliyun.com/gpu-mem.",
+                    "reason": "Unschedulable",
+                    "status": "False",
+                    "type": "PodScheduled",
+                }
+            ],
+            "phase": "Pending",
+            "qosClass": "Guaranteed",
+        },
+    }
+
+
+def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def generate(directory: Path, nodes: int, pods: int) -> dict[str, Path]:
+    """nodes.yaml/json and pods.yaml/json as kubectl writes them, made once per size."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = {
+        f"{what}.{fmt}": directory / f"{what}-{count}.{fmt}"
+        for what, count in (("nodes", nodes), ("pods", pods))
+        for fmt in ("yaml", "json")
+    }
+    if all(p.exists() for p in files.values()):
+        return files
+    rng = random.Random(42)
+    for what, count, make in (("nodes", nodes, node), ("pods", pods, pod)):
+        items = [make(i, rng) for i in range(count)]
+        document = as_list(items)
+        files[f"{what}.json"].write_text(json.dumps(document, indent=4))  # kubectl indents JSON by 4
+        with files[f"{what}.yaml"].open("w") as handle:
+            yaml.dump(document, handle, Dumper=_Dumper, default_flow_style=False, sort_keys=True, width=1 << 20)
+    return files
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, peak resident MiB) of one whole process."""
+    runner = [
+        sys.executable,
+        "-c",
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, code)",
+        *argv,
+    ]
+    out = subprocess.run(runner, env=env, capture_output=True, text=True, check=True).stdout.split()
+    if out[2] not in ("0", "1"):
+        raise SystemExit(f"{' '.join(argv)} failed with exit {out[2]}")
+    return float(out[0]), float(out[1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=int, default=100_000)
+    parser.add_argument("--nodes", type=int, default=2_000)
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "gpushare-bench-inputs")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    files = generate(args.dir, args.nodes, args.pods)
+    print(
+        f"inputs in {args.dir} ({time.perf_counter() - started:.0f}s): "
+        + ", ".join(f"{k} {v.stat().st_size / 2**20:.0f} MiB" for k, v in files.items())
+    )
+    gpushare = [sys.executable, "-m", "gpushare"]
+    cases = [
+        (
+            "place, YAML",
+            [
+                *gpushare,
+                "place",
+                "--nodes",
+                str(files["nodes.yaml"]),
+                str(files["pods.yaml"]),
+                "-o",
+                "json",
+                "-q",
+                "--semantics",
+                "upstream",
+                "--scheduler-name",
+                "default-scheduler",
+            ],
+            ("nodes.yaml", "pods.yaml"),
+            20_000,
+        ),
+        (
+            "place, JSON",
+            [
+                *gpushare,
+                "place",
+                "--nodes",
+                str(files["nodes.json"]),
+                str(files["pods.json"]),
+                "-o",
+                "json",
+                "-q",
+                "--semantics",
+                "upstream",
+                "--scheduler-name",
+                "default-scheduler",
+            ],
+            ("nodes.json", "pods.json"),
+            50_000,
+        ),
+        (
+            "validate, YAML",
+            [*gpushare, "validate", str(files["pods.yaml"]), "-o", "json", "-q"],
+            ("pods.yaml",),
+            25_000,
+        ),
+    ]
+    print(f"{'case':<16} {'wall s':>7} {'items/s':>9} {'target':>8} {'peak MiB':>9} {'x input':>8}")
+    for name, argv, inputs, target in cases:
+        size = sum(files[f].stat().st_size for f in inputs) / 2**20
+        wall, peak = timed(argv, dict(os.environ))
+        print(f"{name:<16} {wall:>7.1f} {args.pods / wall:>9,.0f} {target:>8,} {peak:>9,.0f} {peak / size:>8.1f}")
+    print(f"(this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
