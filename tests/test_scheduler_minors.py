@@ -112,3 +112,24 @@ def test_image_locality_counts_init_containers_from_1_30() -> None:
     chosen = {m: place(nodes, [with_init], semantics=upstream(m)).placements[0] for m in (29, 30)}
     assert chosen[29].tied_with == 2  # the init image does not count: both nodes alike
     assert (chosen[30].node, chosen[30].tied_with) == ("n1", 1)
+
+
+def test_pods_each_unlike_the_others_place_as_the_reference_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distinct requests and images (as `kubectl get pods` lists them): the fast engine keeps a bounded number of
+    views, drops the oldest, and still places every pod where the reference engine does."""
+    from gpushare.placement import scoreindex
+
+    monkeypatch.setattr(scoreindex, "MAX_VIEWS", 3)
+    nodes = [node(f"n{i}", cpu=str(8 + i), zone="ab"[i % 2]) for i in range(6)]
+    nodes[2]["status"]["images"] = [{"names": ["example.com/held:v1"], "sizeBytes": 600 * 1024 * 1024}]
+    pods = []
+    for k in range(40):
+        p = pod(f"p{k}", {"app": f"a{k % 5}"}, requests={"cpu": f"{100 + 37 * k}m", "memory": f"{1 + k % 7}Gi"})
+        p["spec"]["containers"][0]["image"] = "example.com/held:v1" if k % 4 == 0 else f"example.com/own-{k}:v1"
+        pods.append(p)
+    results = {e: place(nodes, pods, semantics=upstream(28), engine=e) for e in ("fast", "reference")}
+    fast, reference = results["fast"], results["reference"]
+    assert [(a.name, a.node, a.gpus, a.tied_with) for a in fast.placements] == [
+        (a.name, a.node, a.gpus, a.tied_with) for a in reference.placements
+    ]
+    assert [p.name for p in fast.pending] == [p.name for p in reference.pending]

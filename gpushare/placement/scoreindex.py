@@ -22,7 +22,7 @@ recomputed only for the groups a bind changed.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +37,9 @@ from gpushare.placement.model import Node, Pod, Semantics
 #: label, ignored by spreading, matching pods per hostname constraint)
 GroupKey = tuple[Any, ...]
 Key = tuple[Any, ...]  # (-local score, -GPU room, name, node id)
+#: Views kept at once: each holds every node of its class, so a run of pods each unlike the others (distinct
+#: requests and images, as `kubectl get pods` lists them) would otherwise keep one per pod.
+MAX_VIEWS = 256
 #: One feasible group's answer for a request: (nodes with room for it, the best of them, how many tie with it)
 Entry = tuple[int, Key, int]
 
@@ -429,7 +432,11 @@ class ScoreIndex:
     def __init__(self, nodes: list[Node], semantics: Semantics, pods: Sequence[Pod]) -> None:
         self.nodes = nodes
         self.semantics = semantics
-        self.views: dict[tuple[Any, ...], View] = {}
+        self.views: OrderedDict[tuple[Any, ...], View] = OrderedDict()
+        #: Images some node holds and owners some node's preferAvoidPods names: only these score anywhere, so pods
+        #: that differ in other images or owners score alike and share a view.
+        self.held_images = frozenset(image for node in nodes for image in node.image_scores)
+        self.avoided = frozenset(owner for node in nodes for owner in node.avoid)
         self.by_template: dict[int, tuple[View, Spread | None]] = {}
         self.log: list[int] = []
         self.sequence = 0
@@ -483,14 +490,17 @@ class ScoreIndex:
                 pod.nz_memory,
                 pod.other,
                 pod.preferred,
-                pod.images,
-                pod.owner,
+                self._image_key(pod),
+                pod.owner if pod.owner in self.avoided else None,
                 tuple((c.topology_key, c.max_skew, c.honor_affinity, c.honor_taints) for c in pod.spread),
                 pod.spread_own,
             )
             view = self.views.get(shape)
             if view is None:
                 view = self.views[shape] = View(self, pod, members)
+                if len(self.views) > MAX_VIEWS:  # the least recently made goes, with its templates' entries
+                    _, dropped = self.views.popitem(last=False)
+                    self.by_template = {t: f for t, f in self.by_template.items() if f[0] is not dropped}
             spread = None
             if pod.spread:
                 selector = (pod.namespace, tuple(c.selector for c in pod.spread))
@@ -506,6 +516,12 @@ class ScoreIndex:
         if spread is not None:
             spread.catch_up(self.nodes)
         return found
+
+    def _image_key(self, pod: Pod) -> tuple[tuple[str, ...], int]:
+        """ImageLocality reads the pod's images some node holds, and (for its ceiling) how many it names; with none
+        held anywhere it scores 0 on every node, whatever the pod names."""
+        held = tuple(image for image in pod.images if image in self.held_images)
+        return (held, len(pod.images)) if held else ((), 0)
 
     def _candidates(self, pod: Pod) -> list[int] | None:
         """Nodes that can hold pods the pod's spreading selectors match (None: any node)."""
