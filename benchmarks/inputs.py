@@ -354,45 +354,14 @@ def main() -> int:
         + ", ".join(f"{k} {v.stat().st_size / 2**20:.0f} MiB" for k, v in files.items())
     )
     gpushare = [sys.executable, "-m", "gpushare"]
+    upstream = ["-o", "json", "-q", "--semantics", "upstream", "--scheduler-name", "default-scheduler"]
+
+    def place(fmt: str) -> list[str]:
+        return [*gpushare, "place", "--nodes", str(files[f"nodes.{fmt}"]), str(files[f"pods.{fmt}"]), *upstream]
+
     cases = [
-        (
-            "place, YAML",
-            [
-                *gpushare,
-                "place",
-                "--nodes",
-                str(files["nodes.yaml"]),
-                str(files["pods.yaml"]),
-                "-o",
-                "json",
-                "-q",
-                "--semantics",
-                "upstream",
-                "--scheduler-name",
-                "default-scheduler",
-            ],
-            ("nodes.yaml", "pods.yaml"),
-            20_000,
-        ),
-        (
-            "place, JSON",
-            [
-                *gpushare,
-                "place",
-                "--nodes",
-                str(files["nodes.json"]),
-                str(files["pods.json"]),
-                "-o",
-                "json",
-                "-q",
-                "--semantics",
-                "upstream",
-                "--scheduler-name",
-                "default-scheduler",
-            ],
-            ("nodes.json", "pods.json"),
-            50_000,
-        ),
+        ("place, YAML", place("yaml"), ("nodes.yaml", "pods.yaml"), 20_000),
+        ("place, JSON", place("json"), ("nodes.json", "pods.json"), 50_000),
         (
             "validate, YAML",
             [*gpushare, "validate", str(files["pods.yaml"]), "-o", "json", "-q"],
