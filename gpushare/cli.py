@@ -9,7 +9,7 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpushare import __version__
@@ -250,8 +250,8 @@ def _rules_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 
-_ARGUMENTS: dict[str, Any] = {
-    "render": lambda p: _render_args(p),
+_ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "render": _render_args,
     "place": lambda p: _placement_args(p, workloads=True),
     "inspect": _inspect_args,
     "validate": _validate_args,
@@ -419,7 +419,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
-    args = parser(only=next((word for word in given[:1] if word in COMMANDS), "")).parse_args(given)
+    command = given[0] if given and given[0] in COMMANDS else ""  # "": help, --version or a usage error
+    args = parser(only=command).parse_args(given)
     commands = {
         "render": _cmd_render,
         "place": _cmd_place,

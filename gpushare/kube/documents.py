@@ -40,10 +40,7 @@ class _Loader(_Base):  # type: ignore[misc,valid-type]
 
     def construct_document(self, node: yaml.Node) -> Any:
         self._checked: set[int] = set()  # mappings of this document already checked (a merge source is reused)
-        try:
-            return super().construct_document(node)
-        finally:
-            self._checked = set()
+        return super().construct_document(node)
 
     def flatten_mapping(self, node: yaml.MappingNode) -> None:
         if len(node.value) > 1 and id(node) not in self._checked:

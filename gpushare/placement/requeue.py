@@ -27,6 +27,11 @@ _AFFINITY = frozenset({interpod.AFFINITY_RULES, interpod.AFFINITY_1_20})
 _SPREAD = frozenset({interpod.SPREAD_CONSTRAINTS, interpod.SPREAD_MISSING_LABEL})
 
 
+def _liftable(why: Pending) -> bool:
+    """Rejected by a plugin a bind can satisfy (pod affinity, hard spreading): the pod waits for binds."""
+    return any(reason in _AFFINITY or reason in _SPREAD for reason, _ in why.reasons)
+
+
 def worth_retrying(waiting: Pod, why: Pending, bound: Pod) -> bool:
     """The queueing hints of the plugins that rejected `waiting`, for `bound` having been added."""
     reasons = {reason for reason, _ in why.reasons}
@@ -58,8 +63,8 @@ def drive(
         outcome = attempt(pod)
         if isinstance(outcome, Pending):
             result.pending.append(outcome)
-            if retries and not fixed(pod) and {reason for reason, _ in outcome.reasons} & (_AFFINITY | _SPREAD):
-                waiting.append((pod, outcome))  # only a bind can lift these: others never wait here
+            if retries and not fixed(pod) and _liftable(outcome):
+                waiting.append((pod, outcome))
             continue
         result.placements.append(outcome)
         if retries and waiting:
@@ -67,20 +72,23 @@ def drive(
 
 
 def _retry(bound: Pod, waiting: list[tuple[Pod, Pending]], attempt: Attempt, result: PlacementResult) -> None:
+    """Retry, in arrival order, the waiting pods each bind may have freed; a pod still pending keeps its place."""
     events = deque([bound])
     while events and waiting:
         added = events.popleft()
-        for entry in [w for w in waiting if worth_retrying(w[0], w[1], added)]:
-            pod, before = entry
+        still: list[tuple[Pod, Pending]] = []
+        for pod, before in waiting:
+            if not worth_retrying(pod, before, added):
+                still.append((pod, before))
+                continue
             outcome = attempt(pod)
             position = result.pending.index(before)
-            waiting.remove(entry)
             if isinstance(outcome, Pending):
                 result.pending[position] = outcome
-                if {reason for reason, _ in outcome.reasons} & (_AFFINITY | _SPREAD):
-                    waiting.append((pod, outcome))
-                    waiting.sort(key=lambda w: result.pending.index(w[1]))  # arrival order, as the queue keeps it
+                if _liftable(outcome):
+                    still.append((pod, outcome))
             else:
                 del result.pending[position]
                 result.placements.append(outcome)
                 events.append(pod)
+        waiting[:] = still

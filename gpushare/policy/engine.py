@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gpushare.domain.versionstr import numbers, valid
 from gpushare.errors import shown
 from gpushare.kube.documents import Source
 from gpushare.kube.nodes import NodeInfo
@@ -43,6 +44,13 @@ class ClusterFacts:
     nodes: Sequence[NodeInfo] = ()
     workloads: Sequence[Workload] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kube_minor(self) -> int | None:
+        """The cluster's Kubernetes minor, when its version is known and readable."""
+        version = self.kube_version
+        minor = numbers(version)[1:2] if version and valid(version) else ()
+        return minor[0] if minor else None
 
 
 @dataclass(frozen=True)

@@ -51,16 +51,14 @@ def _scheduler(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
 
 def _undocumented_scheduler(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     """Past the newest minor ACK's table names, GC403 cannot decide: say so rather than guess a minimum."""
-    version = ctx.kube_version
-    minor = numbers(version)[1:2] if version and valid(version) else ()
-    table = profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE
-    if uses_compute(ctx) and minor and minor[0] > max(table):
+    minor, table = ctx.kube_minor, profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE
+    if uses_compute(ctx) and minor is not None and minor > max(table):
         documented = ", ".join(f"1.{m}: {v}" for m, v in table.items())
         yield (
             "--kube-version",
-            version,
+            ctx.kube_version,
             f"a minor whose minimum kube-scheduler ACK documents for compute allocation ({documented}); ACK names "
-            f"none for 1.{minor[0]}, so GC403 is not checked: see ACK's kube-scheduler release notes",
+            f"none for 1.{minor}, so GC403 is not checked: see ACK's kube-scheduler release notes",
         )
 
 

@@ -6,7 +6,6 @@ import re
 from collections.abc import Callable, Iterable
 
 from gpushare.domain import cgpu, labels, profiles, sources, versions
-from gpushare.domain.versionstr import numbers, valid
 from gpushare.kube import workloads
 from gpushare.kube.workloads import Workload
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
@@ -47,9 +46,9 @@ def _scheduler_name(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
 
 
 def _removed_api(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
-    minor = numbers(ctx.kube_version)[1:2] if ctx.kube_version and valid(ctx.kube_version) else ()
+    minor = ctx.kube_minor
     api_version = str(p.source.obj.get("apiVersion") or "")
-    instead = versions.unserved_workload_api(api_version, p.kind, minor[0]) if minor else None
+    instead = versions.unserved_workload_api(api_version, p.kind, minor) if minor is not None else None
     if instead:
         yield "apiVersion", api_version, instead
 
