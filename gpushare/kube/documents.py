@@ -12,12 +12,13 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TextIO
+from typing import IO, Any, Protocol, TextIO
 
 import yaml
 
 from gpushare import progress
 from gpushare.errors import InputError, shown
+from gpushare.kube import listing, shapes
 
 try:
     _Base: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
@@ -135,11 +136,15 @@ def check_aliases(node: yaml.Node, name: str, field: str = "file") -> None:
         stack += [(c, False) for c in children if id(c) not in sizes]
 
 
+class _Readable(Protocol):
+    def read(self, size: int = -1) -> Any: ...
+
+
 class _Stream:
     """A file as libyaml reads it, chunk by chunk, so no input is held whole as text: whether an anchor and an alias
     may have occurred so far (else nothing can expand), and the bytes read, for progress."""
 
-    def __init__(self, raw: IO[Any], advance: Callable[[int], None]) -> None:
+    def __init__(self, raw: _Readable, advance: Callable[[int], None]) -> None:
         self.raw, self.advance = raw, advance
         self.star = self.amp = False
         self.name = getattr(raw, "name", None)
@@ -158,11 +163,13 @@ class _Stream:
         return self.star and self.amp
 
 
-def compose_all(source: str | _Stream, name: str, field: str = "file") -> Iterator[tuple[yaml.Node, Any]]:
+def compose_all(
+    source: str | bytes | _Stream, name: str, field: str = "file", offset: int = 0
+) -> Iterator[tuple[yaml.Node, Any]]:
     """Each document of a YAML or JSON text or stream: its node (for lines) and its data, aliases bounded and
-    duplicate keys refused."""
+    duplicate keys refused. `offset` is the line the text starts on in its file, less one (a List item)."""
     loader = _Loader(source)
-    text_aliases = isinstance(source, str) and "*" in source and "&" in source
+    text_aliases = isinstance(source, str | bytes) and _has(source, "*") and _has(source, "&")
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -175,15 +182,19 @@ def compose_all(source: str | _Stream, name: str, field: str = "file") -> Iterat
         raise InputError(
             field,
             name,
-            f"YAML without duplicate keys ({shown(exc.key)} at {name}:{exc.again} is already defined at line "
-            f"{exc.first}; kubectl refuses it too)",
+            f"YAML without duplicate keys ({shown(exc.key)} at {name}:{exc.again + offset} is already defined at "
+            f"line {exc.first + offset}; kubectl refuses it too)",
         ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        at = f"{name}:{mark.line + 1}" if mark is not None else name
+        at = f"{name}:{mark.line + 1 + offset}" if mark is not None else name
         raise InputError(field, name, f"valid YAML (error at {at})") from None
     finally:
         loader.dispose()
+
+
+def _has(text: str | bytes, char: str) -> bool:
+    return (char in text) if isinstance(text, str) else (char.encode() in text)
 
 
 def _sources(documents: Iterator[tuple[yaml.Node, Any]], name: str) -> Iterator[Source]:
@@ -192,30 +203,106 @@ def _sources(documents: Iterator[tuple[yaml.Node, Any]], name: str) -> Iterator[
             continue
         if not isinstance(data, dict):
             raise InputError("file", name, f"Kubernetes objects (a mapping at {name}:{node.start_mark.line + 1})")
-        yield from (Source(item, name, line) for item, line in _items(node, data) if isinstance(item, dict))
+        for item, line in _items(node, data):
+            if isinstance(item, dict):
+                yield Source(shapes.trim(item), name, line)
+
+
+def _listed(data: bytes, name: str, advance: Callable[[int], None]) -> list[Source] | None:
+    """A List as kubectl writes it, item by item (`listing`); None when `data` is not one after all."""
+    found_json = listing.json_list(data)
+    if found_json is not None:
+        spans = found_json[1]
+        items = listing.json_items(data, spans)
+    else:
+        found_yaml = listing.yaml_list(data)
+        if found_yaml is None:
+            return None
+        envelope, spans = found_yaml
+        if [listing.is_list(d) for _, d in compose_all(envelope, name)] != [True]:
+            return None
+        items = listing.yaml_items(data, spans)
+    result: list[Source] = []
+    done = 0
+    try:
+        for item in items:
+            obj = item.obj
+            if obj is None:  # an item the fast path leaves to PyYAML: a one-entry sequence
+                obj = _strict_item(data[item.start : item.end], name, item.line)
+            if obj is not None:
+                result.append(Source(obj, name, item.line))
+            advance(item.end - done)
+            done = item.end
+    except listing.NotKubectl:
+        return None
+    advance(len(data) - done)
+    return result
+
+
+def _strict_item(chunk: bytes, name: str, line: int) -> dict[str, Any] | None:
+    """One `- ` entry read by PyYAML. It may name an anchor of another item, or be wrong: the whole file is then
+    read the strict way, which resolves the one and places the other."""
+    try:
+        for _, entries in compose_all(chunk, name, offset=line - 1):
+            entry = entries[0] if isinstance(entries, list) else None
+            return shapes.trim(entry) if isinstance(entry, dict) else None
+    except InputError:
+        raise listing.NotKubectl from None
+    return None
+
+
+#: Bytes read to tell a List as kubectl writes it (read item by item) from any other file (read as a stream).
+_PEEK = 1 << 12
 
 
 def read_documents(
     path: str | Path, text: str | None = None, *, stream: IO[Any] | None = None, show_progress: bool = False
 ) -> list[Source]:
-    """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at. A file
-    is read as a stream (a terminal shows progress in bytes for a large one); `text` or `stream` stand in for it."""
+    """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at, trimmed
+    to what gpushare reads (`shapes`). A List as kubectl writes it is read item by item (`listing`); any other
+    file as a stream, never held whole as text. A terminal shows progress in bytes for a large input; `text`
+    or `stream` stand in for the file."""
     name = str(path)
     if text is not None:
-        return list(_sources(compose_all(text, name), name))
+        return _listed(text.encode(), name, lambda _: None) or list(_sources(compose_all(text, name), name))
     try:
         handle = stream if stream is not None else open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise InputError("file", name, f"a readable YAML file ({exc.strerror})") from None
+    raw = getattr(handle, "buffer", handle)  # standard input as bytes
     size = _size(handle)
     try:
         with progress.progress(size or 0, "B", show_progress and size is not None, step=True) as advance:
-            return list(_sources(compose_all(_Stream(handle, advance), name), name))
+            head = _bytes(raw.read(_PEEK))
+            if listing.looks_listed(head):
+                data = head + _bytes(raw.read())
+                listed = _listed(data, name, advance)
+                return listed if listed is not None else list(_sources(compose_all(data, name), name))
+            return list(_sources(compose_all(_Stream(_Rejoined(head, raw), advance), name), name))
     except OSError as exc:
         raise InputError("file", name, f"a readable YAML file ({exc.strerror})") from None
     finally:
         if stream is None:
             handle.close()
+
+
+def _bytes(chunk: str | bytes) -> bytes:
+    return chunk.encode() if isinstance(chunk, str) else bytes(chunk)
+
+
+class _Rejoined:
+    """A stream whose first bytes were read to tell its layout, given back in front of the rest."""
+
+    def __init__(self, head: bytes, raw: IO[Any]) -> None:
+        self.head, self.raw = head, raw
+        self.name = getattr(raw, "name", None)
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.head:
+            return _bytes(self.raw.read(size))
+        cut = len(self.head) if size < 0 else size
+        chunk, self.head = self.head[:cut], self.head[cut:]
+        return chunk
 
 
 def _size(handle: IO[Any]) -> int | None:

@@ -1,0 +1,238 @@
+"""Lists as kubectl writes them (`kubectl get ... -o json` and `-o yaml`), read one item at a time at C speed.
+
+A fleet dump is one List document of tens of thousands of items. Composed whole by a YAML library it costs
+tens of times its size in memory and about 4 ms a pod; here each item is cut out of the text, decoded by
+msgspec (JSON; only the fields in `shapes`) or rapidyaml then msgspec (YAML), and kept trimmed, so memory
+follows what gpushare keeps and a pod costs tens of microseconds.
+
+kubectl's layout is exact, and the cut relies on it: JSON indented by a fixed step with each item's braces
+alone on their lines, YAML with `items:` at column 0 and each item a `- ` line at column 0 (kubectl sorts
+keys, so `apiVersion`, `items`, `kind`, `metadata`). Anything else, and any item the fast decoders cannot
+take exactly as PyYAML would, goes to the strict reader (`documents`), which is also the one that says where
+an error is. YAML is read by rapidyaml only where its YAML 1.2 typing cannot differ from PyYAML's YAML 1.1
+(see `_AMBIGUOUS`); a file kubectl wrote has no such value, as its writer quotes them. Like kubectl's own
+JSON reader, the fast readers take the last of a repeated key; the strict reader refuses one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from gpushare.kube import shapes
+
+try:
+    import ryml
+except ImportError:  # pragma: no cover - no rapidyaml wheel for this platform: YAML takes the strict reader
+    ryml = None
+
+#: The start of a JSON List as kubectl (and `json.dumps(indent=N)`) writes it: the step, then `"items": [`.
+_JSON_HEAD = re.compile(rb'\A\{\n( +)"apiVersion": [^\n]*\n\1"items": \[\n')
+#: The start of a YAML List as kubectl writes it.
+_YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:\n(?=-[ \n])")
+_YAML_ITEM = re.compile(rb"^-(?=[ \n])", re.M)
+#: The first line at column 0 after the items: neither an item, nor a comment, nor blank.
+_YAML_AFTER = re.compile(rb"^(?:[^-\s#]|-[^ \n])", re.M)
+
+#: A plain YAML scalar whose type PyYAML (YAML 1.1, the strict reader) and rapidyaml (YAML 1.2) may read apart,
+#: or a construct the fast path leaves to PyYAML: it sends the item to the strict reader. It looks wherever a
+#: plain scalar starts in block YAML (a line, after `- `, after a plain or quoted key), so it may also match in
+#: a block or quoted string: that only costs speed. The number forms are PyYAML's implicit int, float and
+#: timestamp patterns and the exponents rapidyaml reads as numbers, minus those both read alike (`0`, `-12`,
+#: `1.5`); quantities (`500m`, `8Gi`), versions and addresses match none of them.
+_END = rb"(?=[ \t]*(?:$|[ \t]\#|:[ \t]|:$))"
+_AMBIGUOUS = re.compile(
+    rb"""^[ \t]*(?:-[ \t]+)*(?:(?:[^ \t\n'"][^'"\n]*?|"[^"\n]*"|'[^'\n]*')[ \t]*:[ \t]+)?
+    (?:
+        [&*!%@`?]                                          # anchors, aliases, tags, directives, complex keys
+      | <<                                                 # merge keys
+      | [\[{](?![\]}])                                     # flow collections with content
+      | [^ \t\n'"#][^\n:]*['"][^\n]*:(?:[ \t]|$)           # a plain key with a quote in it
+      | (?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF|True|TRUE|False|FALSE|Null|NULL|~)"""
+    + _END
+    + rb"""
+      | (?:
+            [-+]?0[bBxXoO][0-9a-fA-F_]*                     # binary, hex
+          | [-+]?0[0-9_]+(?:\.[0-9_]*)?                    # octal, 00.5
+          | \+[0-9.][0-9._:eE+-]*                           # a plus sign
+          | [-+]?[0-9][0-9]*_[0-9_.]*                        # underscores
+          | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)? # sexagesimal
+          | [-+]?[0-9_]*\.?[0-9_]*[eE][-+]?[0-9]+           # exponents
+          | [-+]?[0-9][0-9_]*\.(?![0-9])                     # 5.
+          | [-+]?\.[0-9_]+                                  # .5
+          | [-+]?\.(?:inf|Inf|INF|nan|NaN|NAN)
+          | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}.*                # timestamps
+        )"""
+    + _END
+    + rb"""
+      | (?:---|\.\.\.)(?:[ \t]|$)                          # document markers
+    )""",
+    re.M | re.X,
+)
+
+
+class NotKubectl(Exception):
+    """The text is not laid out as the fast reader needs after all: read the whole file the strict way."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One List item: where it is in the text, the line it starts on, and the object when the fast path read it."""
+
+    start: int
+    end: int
+    line: int
+    obj: dict[str, Any] | None  # None: the strict reader reads data[start:end] (a YAML `- ` entry)
+
+
+_ANY = msgspec.json.Decoder()
+_SHAPED: dict[str, msgspec.json.Decoder[Any]] = {kind: msgspec.json.Decoder(shape) for kind, shape in shapes.SHAPES.items()}
+
+
+def decode(raw: bytes | memoryview, kind_hint: str | None = None) -> dict[str, Any]:
+    """One JSON object, trimmed as `shapes.trim` would: shaped kinds decode only their fields."""
+    decoder = _SHAPED.get(kind_hint or "")
+    if decoder is not None:
+        try:
+            obj = decoder.decode(raw)
+            if obj.get("kind") == kind_hint:
+                return obj  # type: ignore[no-any-return]
+        except msgspec.ValidationError:
+            pass  # a field of another type than its shape's: decoded whole and trimmed the lenient way
+    obj = _ANY.decode(raw)
+    if not isinstance(obj, dict):
+        raise NotKubectl
+    return shapes.trim(obj)
+
+
+def _lines(data: bytes, starts: list[int], first_line: int, first_at: int) -> Iterator[int]:
+    line, at = first_line, first_at
+    for start in starts:
+        line += data.count(b"\n", at, start)
+        at = start
+        yield line
+
+
+def looks_listed(head: bytes) -> bool:
+    """Whether a file's first bytes start a List as kubectl writes it (worth reading whole, item by item)."""
+    return bool(_JSON_HEAD.match(head) or _YAML_HEAD.match(head))
+
+
+def json_list(data: bytes) -> tuple[dict[str, Any], list[tuple[int, int]]] | None:
+    """The envelope (the List without its items) and each item's span, if `data` is laid out as kubectl's JSON."""
+    head = _JSON_HEAD.match(data)
+    if head is None:
+        return None
+    step = head.group(1)
+    inner = b"\n" + step * 2
+    close = data.find(b"\n" + step + b"]", head.end() - 1)
+    if close < 0:
+        return None
+    spans: list[tuple[int, int]] = []
+    at = head.end() - 1  # the newline before the first item
+    while at < close:
+        if not data.startswith(inner + b"{\n", at):
+            return None
+        end = data.find(inner + b"}", at + 1)
+        if end < 0 or end > close:
+            return None
+        spans.append((at + 1, end + len(inner) + 1))
+        at = end + len(inner) + 1
+        if data.startswith(b",", at):
+            at += 1
+    try:
+        envelope = _ANY.decode(data[: head.end() - 1] + data[close + 1 :])
+    except msgspec.DecodeError:
+        return None
+    return (envelope, spans) if is_list(envelope) else None
+
+
+def is_list(envelope: Any) -> bool:
+    return (
+        isinstance(envelope, dict)
+        and str(envelope.get("kind", "")).endswith("List")
+        and envelope.get("items") in ([], None)
+    )
+
+
+def yaml_list(data: bytes) -> tuple[bytes, list[tuple[int, int]]] | None:
+    """The envelope's text (the List without its items) and each item's span, if `data` is kubectl's YAML."""
+    head = _YAML_HEAD.match(data)
+    if head is None:
+        return None
+    after = _YAML_AFTER.search(data, head.end())
+    end = after.start() if after else len(data)
+    starts = [m.start() for m in _YAML_ITEM.finditer(data, head.end(), end)]
+    spans = list(zip(starts, [*starts[1:], end], strict=True))
+    return data[: head.end()].replace(b"items:\n", b"items: []\n") + data[end:], spans
+
+
+class _Yaml:
+    """rapidyaml, one tree reused for every item (a new tree per item costs more than the parse)."""
+
+    def __init__(self) -> None:
+        self.tree = ryml.Tree()
+
+    def json(self, chunk: bytes) -> bytes | None:
+        """The item of a one-entry `- ...` chunk as JSON, without managedFields; None when rapidyaml refuses it."""
+        tree = self.tree
+        tree.clear()
+        tree.clear_arena()
+        try:
+            ryml.parse_in_arena(chunk, tree=tree)
+        except Exception:  # rapidyaml's parse errors: the strict reader says what is wrong
+            return None
+        root = tree.root_id()
+        if not tree.is_seq(root) or tree.num_children(root) != 1:
+            return None
+        item = tree.first_child(root)
+        if not tree.is_map(item):
+            return None
+        meta = tree.find_child(item, b"metadata")
+        if meta != ryml.NONE and tree.is_map(meta):
+            managed = tree.find_child(meta, b"managedFields")
+            if managed != ryml.NONE:
+                tree.remove(managed)
+        return _emit(tree, item)
+
+
+def _emit(tree: Any, node: int) -> bytes:
+    out = ryml.emit_json_malloc(tree, node)
+    return out if isinstance(out, bytes) else out.encode()
+
+
+_KIND = re.compile(rb"^(?:- |  )kind: ([A-Za-z]+)\n", re.M)
+_JSON_KIND = re.compile(rb'^ +"kind": "([A-Za-z]+)",?\n', re.M)
+
+
+def json_items(data: bytes, spans: list[tuple[int, int]], first_line: int = 1) -> Iterator[Item]:
+    """Each item decoded; a malformed one ends the fast path (NotKubectl) so the strict reader can place it."""
+    view = memoryview(data)
+    for (start, end), line in zip(spans, _lines(data, [s for s, _ in spans], first_line, 0), strict=True):
+        found = _JSON_KIND.search(data, start, end)
+        try:
+            obj = decode(view[start:end], found.group(1).decode() if found else None)
+        except msgspec.DecodeError:
+            raise NotKubectl from None
+        yield Item(start, end, line, obj)
+
+
+def yaml_items(data: bytes, spans: list[tuple[int, int]], first_line: int = 1) -> Iterator[Item]:
+    """Each item decoded where rapidyaml reads it exactly as PyYAML would; else left to the strict reader."""
+    reader = _Yaml() if ryml is not None else None
+    for (start, end), line in zip(spans, _lines(data, [s for s, _ in spans], first_line, 0), strict=True):
+        chunk = data[start:end]
+        obj = None
+        if reader is not None and _AMBIGUOUS.search(chunk) is None:
+            text = reader.json(chunk)
+            if text is not None:
+                found = _KIND.search(chunk)
+                try:
+                    obj = decode(text, found.group(1).decode() if found else None)
+                except (msgspec.DecodeError, NotKubectl):
+                    obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
+        yield Item(start, end, line, obj)
