@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -33,9 +34,27 @@ from typing import Any
 import yaml
 
 try:
-    _Dumper: Any = yaml.CSafeDumper
+    _Base: Any = yaml.CSafeDumper
 except AttributeError:  # pragma: no cover
-    _Dumper = yaml.SafeDumper
+    _Base = yaml.SafeDumper
+
+#: Strings Go's YAML reader would take for numbers (`3e21`): kubectl's writer quotes them, PyYAML's does not.
+_GO_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+
+
+class _Dumper(_Base):  # type: ignore[misc,valid-type]
+    """PyYAML's writer, quoting as kubectl's does and, like it, never writing anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _string(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = '"' if _GO_NUMBER.fullmatch(value) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _string)
 
 GPUS_PER_NODE = 8
 GIB_PER_GPU = 80

@@ -339,13 +339,14 @@ def _facts(args: argparse.Namespace) -> dict[str, str | None]:
 
 
 def _print_report(report: Any, args: argparse.Namespace) -> int:
+    from gpushare import jsontext
     from gpushare.policy import report as reporting
     from gpushare.policy.rules import RULES
 
     if args.output == "json":
-        print(json.dumps(reporting.to_dict(report), indent=2))
+        print(jsontext.dumps(reporting.to_dict(report)))
     elif args.output == "sarif":
-        print(json.dumps(reporting.to_sarif(report, RULES), indent=2))
+        print(jsontext.dumps(reporting.to_sarif(report, RULES)))
     else:
         sys.stdout.write(reporting.to_text(report))
     return int(report.exit_code(args.strict))

@@ -209,11 +209,11 @@ def _sources(documents: Iterator[tuple[yaml.Node, Any]], name: str) -> Iterator[
 
 
 def _listed(data: bytes, name: str, advance: Callable[[int], None]) -> list[Source] | None:
-    """A List as kubectl writes it, item by item (`listing`); None when `data` is not one after all."""
-    found_json = listing.json_list(data)
+    """A List read item by item (`listing`); None when `data` is not one after all."""
+    items: Iterator[listing.Item]
+    found_json = listing.json_list(data) if data.lstrip()[:1] == b"{" else None
     if found_json is not None:
-        spans = found_json[1]
-        items = listing.json_items(data, spans)
+        items = listing.json_items(found_json)
     else:
         found_yaml = listing.yaml_list(data)
         if found_yaml is None:
@@ -223,19 +223,15 @@ def _listed(data: bytes, name: str, advance: Callable[[int], None]) -> list[Sour
             return None
         items = listing.yaml_items(data, spans)
     result: list[Source] = []
-    done = 0
     try:
         for item in items:
-            obj = item.obj
-            if obj is None:  # an item the fast path leaves to PyYAML: a one-entry sequence
-                obj = _strict_item(data[item.start : item.end], name, item.line)
+            # an item the fast path leaves to PyYAML is a one-entry sequence
+            obj = item.obj if item.obj is not None else _strict_item(bytes(item.text), name, item.line)
             if obj is not None:
                 result.append(Source(obj, name, item.line))
-            advance(item.end - done)
-            done = item.end
+            advance(len(item.text))
     except listing.NotKubectl:
         return None
-    advance(len(data) - done)
     return result
 
 

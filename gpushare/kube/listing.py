@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -30,8 +30,6 @@ try:
 except ImportError:  # pragma: no cover - no rapidyaml wheel for this platform: YAML takes the strict reader
     ryml = None
 
-#: The start of a JSON List as kubectl (and `json.dumps(indent=N)`) writes it: the step, then `"items": [`.
-_JSON_HEAD = re.compile(rb'\A\{\n( +)"apiVersion": [^\n]*\n\1"items": \[\n')
 #: The start of a YAML List as kubectl writes it.
 _YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:\n(?=-[ \n])")
 _YAML_ITEM = re.compile(rb"^-(?=[ \n])", re.M)
@@ -40,28 +38,28 @@ _YAML_AFTER = re.compile(rb"^(?:[^-\s#]|-[^ \n])", re.M)
 
 #: A plain YAML scalar whose type PyYAML (YAML 1.1, the strict reader) and rapidyaml (YAML 1.2) may read apart,
 #: or a construct the fast path leaves to PyYAML: it sends the item to the strict reader. It looks wherever a
-#: plain scalar starts in block YAML (a line, after `- `, after a plain or quoted key), so it may also match in
-#: a block or quoted string: that only costs speed. The number forms are PyYAML's implicit int, float and
-#: timestamp patterns and the exponents rapidyaml reads as numbers, minus those both read alike (`0`, `-12`,
-#: `1.5`); quantities (`500m`, `8Gi`), versions and addresses match none of them.
+#: plain scalar starts in block YAML (a line, after `- `, after `: `), so it may also match in a block or
+#: quoted string: that only costs speed. The number forms are PyYAML's implicit int, float and timestamp
+#: patterns and the exponents rapidyaml reads as numbers, minus those both read alike (`0`, `-12`, `1.5`);
+#: quantities (`500m`, `8Gi`), versions and addresses match none of them.
 _END = rb"(?=[ \t]*(?:$|[ \t]\#|:[ \t]|:$))"
 _AMBIGUOUS = re.compile(
-    rb"""^[ \t]*(?:-[ \t]+)*(?:(?:[^ \t\n'"][^'"\n]*?|"[^"\n]*"|'[^'\n]*')[ \t]*:[ \t]+)?
+    rb"""(?::[ \t]++|^[ \t]*+(?:-[ \t]++)*+)  # possessive: a line's indentation is not tried again shorter
+    (?=[-+.0-9yYnNoOtTfF~&*!%@`?|>\[{<])         # the characters every case below starts with
     (?:
-        [&*!%@`?]                                          # anchors, aliases, tags, directives, complex keys
+        [&*!%@`?|>]                                        # anchors, aliases, tags, directives, complex keys
       | <<                                                 # merge keys
       | [\[{](?![\]}])                                     # flow collections with content
-      | [^ \t\n'"#][^\n:]*['"][^\n]*:(?:[ \t]|$)           # a plain key with a quote in it
       | (?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF|True|TRUE|False|FALSE|Null|NULL|~)"""
     + _END
     + rb"""
       | (?:
-            [-+]?0[bBxXoO][0-9a-fA-F_]*                     # binary, hex
+            [-+]?0[bB][01_]+ | [-+]?0[xX][0-9a-fA-F_]+       # binary, hex
           | [-+]?0[0-9_]+(?:\.[0-9_]*)?                    # octal, 00.5
           | \+[0-9.][0-9._:eE+-]*                           # a plus sign
           | [-+]?[0-9][0-9]*_[0-9_.]*                        # underscores
           | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)? # sexagesimal
-          | [-+]?[0-9_]*\.?[0-9_]*[eE][-+]?[0-9]+           # exponents
+          | [-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+  # exponents
           | [-+]?[0-9][0-9_]*\.(?![0-9])                     # 5.
           | [-+]?\.[0-9_]+                                  # .5
           | [-+]?\.(?:inf|Inf|INF|nan|NaN|NAN)
@@ -81,16 +79,15 @@ class NotKubectl(Exception):
 
 @dataclass(frozen=True)
 class Item:
-    """One List item: where it is in the text, the line it starts on, and the object when the fast path read it."""
+    """One List item: its text, the line it starts on, and the object when the fast path read it."""
 
-    start: int
-    end: int
+    text: bytes | memoryview
     line: int
-    obj: dict[str, Any] | None  # None: the strict reader reads data[start:end] (a YAML `- ` entry)
+    obj: dict[str, Any] | None  # None: for the strict reader (the text is then a YAML `- ` entry)
 
 
 _ANY = msgspec.json.Decoder()
-_SHAPED: dict[str, msgspec.json.Decoder[Any]] = {kind: msgspec.json.Decoder(shape) for kind, shape in shapes.SHAPES.items()}
+_SHAPED: dict[str, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(v) for k, v in shapes.SHAPES.items()}
 
 
 def decode(raw: bytes | memoryview, kind_hint: str | None = None) -> dict[str, Any]:
@@ -109,46 +106,37 @@ def decode(raw: bytes | memoryview, kind_hint: str | None = None) -> dict[str, A
     return shapes.trim(obj)
 
 
-def _lines(data: bytes, starts: list[int], first_line: int, first_at: int) -> Iterator[int]:
-    line, at = first_line, first_at
-    for start in starts:
-        line += data.count(b"\n", at, start)
-        at = start
-        yield line
-
-
 def looks_listed(head: bytes) -> bool:
-    """Whether a file's first bytes start a List as kubectl writes it (worth reading whole, item by item)."""
-    return bool(_JSON_HEAD.match(head) or _YAML_HEAD.match(head))
+    """Whether a file's first bytes may start a List (JSON, or YAML as kubectl writes it): worth reading whole."""
+    return head.lstrip()[:1] == b"{" or _YAML_HEAD.match(head) is not None
 
 
-def json_list(data: bytes) -> tuple[dict[str, Any], list[tuple[int, int]]] | None:
-    """The envelope (the List without its items) and each item's span, if `data` is laid out as kubectl's JSON."""
-    head = _JSON_HEAD.match(data)
-    if head is None:
-        return None
-    step = head.group(1)
-    inner = b"\n" + step * 2
-    close = data.find(b"\n" + step + b"]", head.end() - 1)
-    if close < 0:
-        return None
-    spans: list[tuple[int, int]] = []
-    at = head.end() - 1  # the newline before the first item
-    while at < close:
-        if not data.startswith(inner + b"{\n", at):
-            return None
-        end = data.find(inner + b"}", at + 1)
-        if end < 0 or end > close:
-            return None
-        spans.append((at + 1, end + len(inner) + 1))
-        at = end + len(inner) + 1
-        if data.startswith(b",", at):
-            at += 1
+class _Envelope(TypedDict, total=False):
+    kind: Any
+    items: list[msgspec.Raw]  # each item's text, not decoded
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+
+
+def json_list(data: bytes) -> list[tuple[memoryview, int]] | None:
+    """Each item's text and the line it starts on, if `data` is a JSON List (any layout: msgspec cuts the items
+    at its parsing speed and decodes none of them yet)."""
     try:
-        envelope = _ANY.decode(data[: head.end() - 1] + data[close + 1 :])
-    except msgspec.DecodeError:
+        envelope = _ENVELOPE.decode(data)
+    except msgspec.MsgspecError:
         return None
-    return (envelope, spans) if is_list(envelope) else None
+    if not str(envelope.get("kind", "")).endswith("List") or "items" not in envelope:
+        return None
+    result: list[tuple[memoryview, int]] = []
+    at, line = 0, 1
+    for raw in envelope["items"]:
+        text = memoryview(raw)
+        start = data.find(text[:64], at)  # between two items there is only a comma and space
+        line += data.count(b"\n", at, start)
+        result.append((text, line))
+        at = start
+    return result
 
 
 def is_list(envelope: Any) -> bool:
@@ -206,25 +194,27 @@ def _emit(tree: Any, node: int) -> bytes:
 
 
 _KIND = re.compile(rb"^(?:- |  )kind: ([A-Za-z]+)\n", re.M)
-_JSON_KIND = re.compile(rb'^ +"kind": "([A-Za-z]+)",?\n', re.M)
+_JSON_KIND = re.compile(rb'"kind": ?"([A-Za-z]+)"')
 
 
-def json_items(data: bytes, spans: list[tuple[int, int]], first_line: int = 1) -> Iterator[Item]:
+def json_items(items: list[tuple[memoryview, int]]) -> Iterator[Item]:
     """Each item decoded; a malformed one ends the fast path (NotKubectl) so the strict reader can place it."""
-    view = memoryview(data)
-    for (start, end), line in zip(spans, _lines(data, [s for s, _ in spans], first_line, 0), strict=True):
-        found = _JSON_KIND.search(data, start, end)
+    for text, line in items:
+        found = _JSON_KIND.search(text)
         try:
-            obj = decode(view[start:end], found.group(1).decode() if found else None)
+            obj = decode(text, found.group(1).decode() if found else None)
         except msgspec.DecodeError:
             raise NotKubectl from None
-        yield Item(start, end, line, obj)
+        yield Item(text, line, obj)
 
 
-def yaml_items(data: bytes, spans: list[tuple[int, int]], first_line: int = 1) -> Iterator[Item]:
+def yaml_items(data: bytes, spans: list[tuple[int, int]]) -> Iterator[Item]:
     """Each item decoded where rapidyaml reads it exactly as PyYAML would; else left to the strict reader."""
     reader = _Yaml() if ryml is not None else None
-    for (start, end), line in zip(spans, _lines(data, [s for s, _ in spans], first_line, 0), strict=True):
+    line, at = 1, 0
+    for start, end in spans:
+        line += data.count(b"\n", at, start)
+        at = start
         chunk = data[start:end]
         obj = None
         if reader is not None and _AMBIGUOUS.search(chunk) is None:
@@ -235,4 +225,4 @@ def yaml_items(data: bytes, spans: list[tuple[int, int]], first_line: int = 1) -
                     obj = decode(text, found.group(1).decode() if found else None)
                 except (msgspec.DecodeError, NotKubectl):
                     obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
-        yield Item(start, end, line, obj)
+        yield Item(chunk, line, obj)

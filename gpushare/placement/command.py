@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from gpushare import jsontext
 from gpushare.domain import kinds
 from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
 from gpushare.domain.profiles import MIB_PER_UNIT
@@ -180,8 +180,7 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
     if req.plot:
         write_plot(result, req.plot)
     if req.output == "json":
-        json.dump(to_dict(result), out, indent=2)
-        out.write("\n")
+        out.write(jsontext.dumps(to_dict(result)) + "\n")
     elif req.output == "inspect":
         out.write(inspect_text(result))
     else:
@@ -203,8 +202,7 @@ def _print_comparison(
                 {"variant": name, "semantics": to_dict(r)["semantics"], "summary": summary(r)} for name, _, r in rows
             ],
         }
-        json.dump(doc, out, indent=2)
-        out.write("\n")
+        out.write(jsontext.dumps(doc) + "\n")
         return
     header = ["VARIANT", "PLACED", "PENDING", "INVALID", "GPUS TOUCHED", "FRAGMENTED"]
     table = [header]
