@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from gpushare.domain.versionstr import numbers
 
+#: Container environment variables of cGPU and the gpushare device plugin (ALIYUN_COM_GPU_MEM_CONTAINER, _DEV,
+#: _SCHD_WEIGHT...) share this prefix: the only container env gpushare reads.
+ENV_PREFIX = "ALIYUN_COM_GPU_"
+
 #: Pods one GPU holds on a `cgpu` node (seed 000: the isolation module still caps a GPU at 16).
 MAX_PODS_PER_GPU = 16
 

@@ -7,7 +7,9 @@ finding or an invalid pod can point at it, in text and in SARIF alike.
 from __future__ import annotations
 
 import io
+import mmap
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -208,10 +210,11 @@ def _sources(documents: Iterator[tuple[yaml.Node, Any]], name: str) -> Iterator[
                 yield Source(shapes.trim(item), name, line)
 
 
-def _listed(data: bytes, name: str, advance: Callable[[int], None]) -> list[Source] | None:
-    """A List read item by item (`listing`); None when `data` is not one after all."""
+def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int], None]) -> list[Source] | None:
+    """A List read item by item (`listing`); None when `data` is not one after all. An mmap'd file's pages are
+    handed back as the items are read, so memory holds what is kept, not the file as well."""
     items: Iterator[listing.Item]
-    found_json = listing.json_list(data) if data.lstrip()[:1] == b"{" else None
+    found_json = listing.json_list(data) if head.lstrip()[:1] == b"{" else None
     if found_json is not None:
         items = listing.json_items(found_json)
     else:
@@ -223,6 +226,7 @@ def _listed(data: bytes, name: str, advance: Callable[[int], None]) -> list[Sour
             return None
         items = listing.yaml_items(data, spans)
     result: list[Source] = []
+    released = 0
     try:
         for item in items:
             # an item the fast path leaves to PyYAML is a one-entry sequence
@@ -230,6 +234,9 @@ def _listed(data: bytes, name: str, advance: Callable[[int], None]) -> list[Sour
             if obj is not None:
                 result.append(Source(obj, name, item.line))
             advance(len(item.text))
+            if isinstance(data, mmap.mmap) and item.end - released > _RELEASE:
+                released = item.end - item.end % mmap.PAGESIZE
+                data.madvise(mmap.MADV_DONTNEED, 0, released)
     except listing.NotKubectl:
         return None
     return result
@@ -247,6 +254,9 @@ def _strict_item(chunk: bytes, name: str, line: int) -> dict[str, Any] | None:
     return None
 
 
+#: How far reading runs ahead of handing an mmap'd file's pages back.
+_RELEASE = 1 << 24
+
 #: Bytes read to tell a List as kubectl writes it (read item by item) from any other file (read as a stream).
 _PEEK = 1 << 12
 
@@ -260,7 +270,9 @@ def read_documents(
     or `stream` stand in for the file."""
     name = str(path)
     if text is not None:
-        return _listed(text.encode(), name, lambda _: None) or list(_sources(compose_all(text, name), name))
+        encoded = text.encode()
+        listed = _listed(encoded, encoded[:_PEEK], name, lambda _: None)
+        return listed if listed is not None else list(_sources(compose_all(text, name), name))
     try:
         handle = stream if stream is not None else open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
@@ -271,15 +283,25 @@ def read_documents(
         with progress.progress(size or 0, "B", show_progress and size is not None, step=True) as advance:
             head = _bytes(raw.read(_PEEK))
             if listing.looks_listed(head):
-                data = head + _bytes(raw.read())
-                listed = _listed(data, name, advance)
-                return listed if listed is not None else list(_sources(compose_all(data, name), name))
+                data = _mapped(handle) or head + _bytes(raw.read())
+                listed = _listed(data, head, name, advance)
+                return listed if listed is not None else list(_sources(compose_all(data[:], name), name))
             return list(_sources(compose_all(_Stream(_Rejoined(head, raw), advance), name), name))
     except OSError as exc:
         raise InputError("file", name, f"a readable YAML file ({exc.strerror})") from None
     finally:
         if stream is None:
             handle.close()
+
+
+def _mapped(handle: IO[Any]) -> mmap.mmap | None:
+    """A regular file mapped read-only, or None (standard input, a pipe, an empty file)."""
+    try:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
 
 
 def _bytes(chunk: str | bytes) -> bytes:

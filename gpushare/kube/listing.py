@@ -16,6 +16,7 @@ JSON reader, the fast readers take the last of a repeated key; the strict reader
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ except ImportError:  # pragma: no cover - no rapidyaml wheel for this platform: 
 
 #: The start of a YAML List as kubectl writes it.
 _YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:\n(?=-[ \n])")
-_YAML_ITEM = re.compile(rb"^-(?=[ \n])", re.M)
+_YAML_ITEM = re.compile(rb"\n-(?=[ \n])")
 #: The first line at column 0 after the items: neither an item, nor a comment, nor blank.
 _YAML_AFTER = re.compile(rb"^(?:[^-\s#]|-[^ \n])", re.M)
 
@@ -43,9 +44,8 @@ _YAML_AFTER = re.compile(rb"^(?:[^-\s#]|-[^ \n])", re.M)
 #: patterns and the exponents rapidyaml reads as numbers, minus those both read alike (`0`, `-12`, `1.5`);
 #: quantities (`500m`, `8Gi`), versions and addresses match none of them.
 _END = rb"(?=[ \t]*(?:$|[ \t]\#|:[ \t]|:$))"
-_AMBIGUOUS = re.compile(
-    rb"""(?::[ \t]++|^[ \t]*+(?:-[ \t]++)*+)  # possessive: a line's indentation is not tried again shorter
-    (?=[-+.0-9yYnNoOtTfF~&*!%@`?|>\[{<])         # the characters every case below starts with
+_SCALAR = (
+    rb"""(?=[-+.0-9yYnNoOtTfF~&*!%@`?|>\[{<])         # the characters every case below starts with
     (?:
         [&*!%@`?|>]                                        # anchors, aliases, tags, directives, complex keys
       | <<                                                 # merge keys
@@ -68,9 +68,25 @@ _AMBIGUOUS = re.compile(
     + _END
     + rb"""
       | (?:---|\.\.\.)(?:[ \t]|$)                          # document markers
-    )""",
-    re.M | re.X,
+    )"""
 )
+#: Where a plain scalar starts; each pattern begins with a literal so the search skips ahead at C speed, and the
+#: quantifiers are possessive so a line's indentation is not tried again shorter.
+_AMBIGUOUS = (
+    re.compile(rb"[ \t]*+(?:-[ \t]++)*+" + _SCALAR, re.M | re.X),  # the first line (match, at the start)
+    re.compile(rb"\n[ \t]*+(?:-[ \t]++)*+" + _SCALAR, re.M | re.X),  # every other line: a key or `- ` entry
+    re.compile(rb":[ \t]++" + _SCALAR, re.M | re.X),  # after a key
+)
+
+
+def ambiguous(chunk: bytes) -> bool:
+    """Whether the YAML text has a plain scalar PyYAML and rapidyaml may type apart, or a construct left to PyYAML."""
+    first, line, value = _AMBIGUOUS
+    return bool(first.match(chunk) or line.search(chunk) or value.search(chunk))
+
+
+#: The file's bytes: `bytes`, or an `mmap` whose pages the reader hands back as it goes.
+Buffer = bytes | mmap.mmap
 
 
 class NotKubectl(Exception):
@@ -84,6 +100,7 @@ class Item:
     text: bytes | memoryview
     line: int
     obj: dict[str, Any] | None  # None: for the strict reader (the text is then a YAML `- ` entry)
+    end: int  # where the item ends in the file: what was read so far
 
 
 _ANY = msgspec.json.Decoder()
@@ -97,7 +114,7 @@ def decode(raw: bytes | memoryview, kind_hint: str | None = None) -> dict[str, A
         try:
             obj = decoder.decode(raw)
             if obj.get("kind") == kind_hint:
-                return obj  # type: ignore[no-any-return]
+                return shapes.cgpu_env_only(obj)
         except msgspec.ValidationError:
             pass  # a field of another type than its shape's: decoded whole and trimmed the lenient way
     obj = _ANY.decode(raw)
@@ -119,22 +136,22 @@ class _Envelope(TypedDict, total=False):
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 
 
-def json_list(data: bytes) -> list[tuple[memoryview, int]] | None:
-    """Each item's text and the line it starts on, if `data` is a JSON List (any layout: msgspec cuts the items
-    at its parsing speed and decodes none of them yet)."""
+def json_list(data: Buffer) -> list[tuple[memoryview, int, int]] | None:
+    """Each item's text, the line it starts on and where it ends, if `data` is a JSON List (any layout: msgspec
+    cuts the items at its parsing speed and decodes none of them yet)."""
     try:
         envelope = _ENVELOPE.decode(data)
     except msgspec.MsgspecError:
         return None
     if not str(envelope.get("kind", "")).endswith("List") or "items" not in envelope:
         return None
-    result: list[tuple[memoryview, int]] = []
+    result: list[tuple[memoryview, int, int]] = []
     at, line = 0, 1
     for raw in envelope["items"]:
         text = memoryview(raw)
         start = data.find(text[:64], at)  # between two items there is only a comma and space
-        line += data.count(b"\n", at, start)
-        result.append((text, line))
+        line += data[at:start].count(b"\n")
+        result.append((text, line, start + len(text)))
         at = start
     return result
 
@@ -147,14 +164,14 @@ def is_list(envelope: Any) -> bool:
     )
 
 
-def yaml_list(data: bytes) -> tuple[bytes, list[tuple[int, int]]] | None:
+def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
     """The envelope's text (the List without its items) and each item's span, if `data` is kubectl's YAML."""
     head = _YAML_HEAD.match(data)
     if head is None:
         return None
     after = _YAML_AFTER.search(data, head.end())
     end = after.start() if after else len(data)
-    starts = [m.start() for m in _YAML_ITEM.finditer(data, head.end(), end)]
+    starts = [m.start() + 1 for m in _YAML_ITEM.finditer(data, head.end() - 1, end)]
     spans = list(zip(starts, [*starts[1:], end], strict=True))
     return data[: head.end()].replace(b"items:\n", b"items: []\n") + data[end:], spans
 
@@ -165,8 +182,9 @@ class _Yaml:
     def __init__(self) -> None:
         self.tree = ryml.Tree()
 
-    def json(self, chunk: bytes) -> bytes | None:
-        """The item of a one-entry `- ...` chunk as JSON, without managedFields; None when rapidyaml refuses it."""
+    def json(self, chunk: bytes) -> tuple[bytes, str | None] | None:
+        """The item of a one-entry `- ...` chunk as JSON, without managedFields, and its kind; None when rapidyaml
+        refuses it."""
         tree = self.tree
         tree.clear()
         tree.clear_arena()
@@ -185,7 +203,9 @@ class _Yaml:
             managed = tree.find_child(meta, b"managedFields")
             if managed != ryml.NONE:
                 tree.remove(managed)
-        return _emit(tree, item)
+        kind = tree.find_child(item, b"kind")
+        named = kind != ryml.NONE and tree.has_val(kind)
+        return _emit(tree, item), bytes(tree.val(kind)).decode() if named else None
 
 
 def _emit(tree: Any, node: int) -> bytes:
@@ -193,36 +213,33 @@ def _emit(tree: Any, node: int) -> bytes:
     return out if isinstance(out, bytes) else out.encode()
 
 
-_KIND = re.compile(rb"^(?:- |  )kind: ([A-Za-z]+)\n", re.M)
 _JSON_KIND = re.compile(rb'"kind": ?"([A-Za-z]+)"')
 
 
-def json_items(items: list[tuple[memoryview, int]]) -> Iterator[Item]:
+def json_items(items: list[tuple[memoryview, int, int]]) -> Iterator[Item]:
     """Each item decoded; a malformed one ends the fast path (NotKubectl) so the strict reader can place it."""
-    for text, line in items:
+    for text, line, end in items:
         found = _JSON_KIND.search(text)
         try:
             obj = decode(text, found.group(1).decode() if found else None)
         except msgspec.DecodeError:
             raise NotKubectl from None
-        yield Item(text, line, obj)
+        yield Item(text, line, obj, end)
 
 
-def yaml_items(data: bytes, spans: list[tuple[int, int]]) -> Iterator[Item]:
+def yaml_items(data: Buffer, spans: list[tuple[int, int]]) -> Iterator[Item]:
     """Each item decoded where rapidyaml reads it exactly as PyYAML would; else left to the strict reader."""
     reader = _Yaml() if ryml is not None else None
-    line, at = 1, 0
+    line = 1 + (data[: spans[0][0]].count(b"\n") if spans else 0)
     for start, end in spans:
-        line += data.count(b"\n", at, start)
-        at = start
         chunk = data[start:end]
         obj = None
-        if reader is not None and _AMBIGUOUS.search(chunk) is None:
-            text = reader.json(chunk)
-            if text is not None:
-                found = _KIND.search(chunk)
+        if reader is not None and not ambiguous(chunk):
+            read = reader.json(chunk)
+            if read is not None:
                 try:
-                    obj = decode(text, found.group(1).decode() if found else None)
+                    obj = decode(*read)
                 except (msgspec.DecodeError, NotKubectl):
                     obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
-        yield Item(chunk, line, obj)
+        yield Item(chunk, line, obj, end)
+        line += chunk.count(b"\n")

@@ -13,6 +13,8 @@ import functools
 import typing
 from typing import Any, TypedDict
 
+from gpushare.domain import cgpu
+
 
 class EnvVar(TypedDict, total=False):
     name: Any
@@ -93,12 +95,27 @@ def _cut_mapping(value: dict[str, Any], shape: type) -> dict[str, Any]:
     return {k: _cut(v, fields[k]) for k, v in value.items() if k in fields}
 
 
+def cgpu_env_only(pod: dict[str, Any]) -> dict[str, Any]:
+    """A shaped pod with only cGPU's variables in each container's env (most of a pod's env, and read by no rule):
+    what the shape cannot say, as it goes by the variable's name."""
+    spec = pod.get("spec")
+    for kind in ("containers", "initContainers"):
+        containers = spec.get(kind) if isinstance(spec, dict) else None
+        for container in containers if isinstance(containers, list) else ():
+            env = container.get("env") if isinstance(container, dict) else None
+            if isinstance(env, list):
+                container["env"] = [
+                    e for e in env if not isinstance(e, dict) or str(e.get("name", "")).startswith(cgpu.ENV_PREFIX)
+                ]
+    return pod
+
+
 def trim(obj: dict[str, Any]) -> dict[str, Any]:
     """The object as gpushare reads it: a shaped kind cut to its shape, any other without managedFields."""
     kind = obj.get("kind")
     shape = SHAPES.get(kind) if isinstance(kind, str) else None
     if shape is not None:
-        return _cut_mapping(obj, shape)
+        return cgpu_env_only(_cut_mapping(obj, shape))
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
