@@ -146,13 +146,13 @@ def json_list(data: Buffer) -> list[tuple[memoryview, int, int]] | None:
     if not str(envelope.get("kind", "")).endswith("List") or "items" not in envelope:
         return None
     result: list[tuple[memoryview, int, int]] = []
-    at, line = 0, 1
+    line, start, end = 1, 0, 0
     for raw in envelope["items"]:
         text = memoryview(raw)
-        start = data.find(text[:64], at)  # between two items there is only a comma and space
-        line += data[at:start].count(b"\n")
-        result.append((text, line, start + len(text)))
-        at = start
+        found = data.find(text[:64], end)  # between two items there is only a comma and space
+        line += data[start:found].count(b"\n")
+        start, end = found, found + len(text)
+        result.append((text, line, end))
     return result
 
 

@@ -1,0 +1,217 @@
+"""The fast List reader (msgspec, rapidyaml) reads exactly what the strict reader (PyYAML) reads, or leaves the
+item to it: the same objects, trimmed alike, at the same lines, on any layout and any scalar YAML 1.1 and 1.2
+type apart. The strict reader is the reference: it is what every file was read with before."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpushare.errors import InputError
+from gpushare.kube import documents, listing, shapes
+
+#: Scalars YAML 1.1 (PyYAML) and YAML 1.2 (rapidyaml) type apart, or that look like it, and plain ones.
+TRICKY = [
+    "yes", "no", "on", "off", "y", "n", "True", "FALSE", "Null", "~", "null", "true", "1e5", "1.5e3", "1e+06",
+    "0123", "07", "0x1F", "0b101", "0o17", "1_000", "12:30", ".5", "5.", "-.inf", ".nan", "2024-01-01",
+    "2026-11-20T08:15:42Z", "1.5", "-12", "0", "10.0.0.1", "1.2.3", "500m", "8Gi", "+1", "e5397835", "3e21",
+    "a: b", "x #y", "- z", "", " lead", "*star", "&amp", "!bang", "{}", "[]", "[1]", "multi\nline", "é",
+]  # fmt: skip
+SCALAR = st.one_of(
+    st.sampled_from(TRICKY),
+    st.integers(-(2**40), 2**40),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12),
+)
+MAPPING = st.dictionaries(st.sampled_from([*TRICKY[:12], "app", "team", "x"]), SCALAR, max_size=4)
+
+
+@st.composite
+def objects(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["Pod", "Pod", "Node", "ConfigMap", "Deployment"]))
+    container = {
+        "name": draw(SCALAR),
+        "image": draw(SCALAR),
+        "resources": {"limits": draw(MAPPING), "requests": {"cpu": draw(SCALAR), "aliyun.com/gpu-mem": draw(SCALAR)}},
+        "env": [{"name": draw(st.sampled_from(["ALIYUN_COM_GPU_MEM_CONTAINER", "OTHER"])), "value": draw(SCALAR)}],
+        "ports": [{"containerPort": draw(SCALAR)}],
+    }
+    containers: Any = draw(st.sampled_from([[container], [container, "not a container"], "not a list"]))
+    return {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {
+            "name": draw(SCALAR),
+            "labels": draw(MAPPING),
+            "annotations": draw(MAPPING),
+            "managedFields": [{"manager": draw(SCALAR), "fieldsV1": draw(MAPPING)}],
+        },
+        "spec": {"containers": containers, "nodeSelector": draw(MAPPING), "priority": draw(SCALAR)},
+        "status": {"phase": draw(SCALAR), "podIP": "10.0.0.1", "conditions": [draw(MAPPING)]},
+        **({"data": draw(MAPPING)} if kind == "ConfigMap" else {}),
+    }
+
+
+def as_yaml(document: dict[str, Any], unquote: bool) -> str:
+    """As kubectl lays it out (sorted keys, block style); `unquote` turns quoted scalars plain, as a hand-edit
+    might, so PyYAML then types them its own way and the fast path must follow or step aside."""
+    text = yaml.safe_dump(document, sort_keys=True, default_flow_style=False, width=1 << 20, allow_unicode=True)
+    return re.sub(r"'([^'\n:#]*)'", r"\1", text) if unquote else text
+
+
+def strict(text: str, name: str = "f") -> list[tuple[dict[str, Any], int | None]]:
+    return [(s.obj, s.line) for s in documents._sources(documents.compose_all(text, name), name)]
+
+
+def fast(text: str, name: str = "f") -> list[tuple[dict[str, Any], int | None]]:
+    return [(s.obj, s.line) for s in documents.read_documents(name, text)]
+
+
+LISTS = st.lists(objects(), min_size=1, max_size=4).map(
+    lambda items: {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=LISTS, layout=st.sampled_from(["yaml", "yaml-unquoted", "json-4", "json-2", "json-minified"]))
+def test_the_fast_reader_reads_what_the_strict_reader_reads(document: dict[str, Any], layout: str) -> None:
+    if layout.startswith("yaml"):
+        text = as_yaml(document, unquote=layout == "yaml-unquoted")
+    else:
+        indent = {"json-4": 4, "json-2": 2, "json-minified": None}[layout]
+        text = json.dumps(document, indent=indent, ensure_ascii=False)
+    try:
+        expected = strict(text)
+    except InputError:
+        return  # text the strict reader refuses (an unquoted `a: b`): the error path is tested below
+    assert fast(text) == expected
+
+
+def test_the_fast_reader_takes_kubectl_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The equality above would also hold if every item fell back: here none may."""
+    items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": {}} for i in range(3)]
+    text = as_yaml({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}, False)
+    data = text.encode()
+    _, spans = listing.yaml_list(data) or (None, [])
+    read = list(listing.yaml_items(data, spans))
+    assert [i.line for i in read] == [3, 8, 13] and all(i.obj is not None for i in read)
+    as_json = json.dumps({"kind": "List", "items": items}, indent=4)
+    found = listing.json_list(as_json.encode())
+    assert found is not None and [line for _, line, _ in found] == [line for _, line in strict(as_json)]
+
+
+def test_without_rapidyaml_yaml_lists_take_the_strict_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(listing, "ryml", None)
+    items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "yes"}}}]
+    text = as_yaml({"apiVersion": "v1", "items": items, "kind": "List"}, unquote=True)
+    assert fast(text) == strict(text) and fast(text)[0][0]["metadata"]["labels"] == {"a": True}
+
+
+def test_an_anchor_used_by_another_item_reads_the_whole_file_strictly() -> None:
+    capacity = {"cpu": "64", "aliyun.com/gpu-mem": "128"}
+    items = [{"kind": "Node", "metadata": {"name": f"n{i}"}, "status": {"capacity": capacity}} for i in range(3)]
+    text = yaml.safe_dump({"apiVersion": "v1", "items": items, "kind": "List"})
+    assert "*id001" in text
+    assert fast(text) == strict(text) and len(fast(text)) == 3
+
+
+def test_an_error_in_an_item_is_placed_on_its_line(tmp_path: Path) -> None:
+    items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}} for i in range(3)]
+    lines = as_yaml({"apiVersion": "v1", "items": items, "kind": "List"}, False).splitlines()
+    broken = next(i for i, line in enumerate(lines) if "name: p1" in line)
+    lines[broken] = "    name: [p1"
+    path = tmp_path / "pods.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as caught:
+        documents.read_documents(path)
+    assert f"error at {path}:{broken + 2}" in str(caught.value) or f"error at {path}:{broken + 1}" in str(caught.value)
+    with pytest.raises(InputError) as strict_error:
+        strict(path.read_text(), str(path))
+    assert str(caught.value) == str(strict_error.value)
+
+
+def test_a_file_is_read_from_its_mapping_and_its_pages_given_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(documents, "_RELEASE", 0)  # hand pages back after every item
+    items = [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}" * 3000, "managedFields": [{"m": i}]}}
+        for i in range(3)
+    ]
+    for name, text in (
+        ("pods.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=4)),
+        ("pods.yaml", as_yaml({"apiVersion": "v1", "items": items, "kind": "List"}, False)),
+    ):
+        path = tmp_path / name
+        path.write_text(text)
+        read = documents.read_documents(path)
+        assert [(s.obj, s.line) for s in read] == strict(text, str(path))
+        assert len(read) == 3 and all("managedFields" not in s.obj["metadata"] for s in read)
+
+
+def test_trim_keeps_what_gpushare_reads_and_only_cgpu_env() -> None:
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"a": "b"}, "managedFields": [1]},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "i",
+                    "livenessProbe": {},
+                    "env": [{"name": "ALIYUN_COM_GPU_MEM_CONTAINER", "value": "3"}, {"name": "PATH", "value": "/"}],
+                },
+                "junk",
+            ],
+            "volumes": [{}],
+            "tolerations": [],
+        },
+        "status": {"phase": "Running", "podIP": "10.0.0.1"},
+    }
+    assert shapes.trim(pod) == {
+        "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"a": "b"}},
+        "spec": {
+            "containers": [
+                {"name": "c", "image": "i", "env": [{"name": "ALIYUN_COM_GPU_MEM_CONTAINER", "value": "3"}]},
+                "junk",
+            ],
+            "tolerations": [],
+        },
+        "status": {"phase": "Running"},
+    }
+    node = {"kind": "Node", "metadata": {"name": "n", "managedFields": [1]}, "status": {"images": [1]}}
+    assert shapes.trim(node) == {"kind": "Node", "metadata": {"name": "n"}, "status": {"images": [1]}}
+
+
+@pytest.mark.parametrize(
+    ("chunk", "risky"),
+    [
+        (b"  x: yes\n", True),
+        (b"  x: 'yes'\n", False),
+        (b"  cpu: 500m\n", False),
+        (b"  x: 1e5\n", True),
+        (b"  x: 1.5\n", False),
+        (b"  x: 0123\n", True),
+        (b"  podIP: 10.0.0.1\n", False),
+        (b"  message: '0/2000 nodes are available: 2000 Insufficient'\n", False),
+        (b"  hash: e5397835\n", False),
+        (b"  x: &a 1\n", True),
+        (b"- yes: 1\n", True),
+        (b"  - - on\n", True),
+        (b"  x: 2024-01-01\n", True),
+        (b"  x: [1]\n", True),
+        (b"  x: []\n", False),
+    ],
+)
+def test_the_guard(chunk: bytes, risky: bool) -> None:
+    assert listing.ambiguous(chunk) is risky
