@@ -9,10 +9,11 @@ writes them (each its own name, labels, uid, env, volumes, probes, status condit
 - `gpushare validate pods.yaml` (objects/s);
 - peak memory of each (the process's maximum resident set) against the input's size.
 
-These figures, taken before the input readers change, are the baseline later figures are compared with.
 Targets: place >= 20,000 pods/s from YAML, >= 50,000 pods/s from JSON; validate >= 25,000 objects/s from YAML;
 peak memory <= 3x the input.
-Usage: python benchmarks/inputs.py [--pods 100000] [--nodes 2000] [--dir DIR]
+`--baseline` also runs each case with the strict reader (`GPUSHARE_READER=pyyaml`, what every file was read with
+before the List reader) and prints the ratio; a comma list of `--pods` prints the cost per item at each size.
+Usage: python benchmarks/inputs.py [--pods 100000|2500,10000,25000] [--nodes 2000] [--dir DIR] [--baseline]
 """
 
 from __future__ import annotations
@@ -362,37 +363,54 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pods", type=int, default=100_000)
+    parser.add_argument("--pods", default="100000", help="pods per run; a comma list shows how cost grows with size")
     parser.add_argument("--nodes", type=int, default=2_000)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "gpushare-bench-inputs")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    files = generate(args.dir, args.nodes, args.pods)
-    print(
-        f"inputs in {args.dir} ({time.perf_counter() - started:.0f}s): "
-        + ", ".join(f"{k} {v.stat().st_size / 2**20:.0f} MiB" for k, v in files.items())
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also run the strict reader (GPUSHARE_READER=pyyaml) and print the ratio",
     )
+    args = parser.parse_args()
     gpushare = [sys.executable, "-m", "gpushare"]
     upstream = ["-o", "json", "-q", "--semantics", "upstream", "--scheduler-name", "default-scheduler"]
+    per_item: dict[str, list[tuple[int, float]]] = {}
+    for pods in (int(p) for p in args.pods.split(",")):
+        started = time.perf_counter()
+        files = generate(args.dir, args.nodes, pods)
+        print(
+            f"\n{pods:,} pods, inputs in {args.dir} ({time.perf_counter() - started:.0f}s): "
+            + ", ".join(f"{k} {v.stat().st_size / 2**20:.0f} MiB" for k, v in files.items())
+        )
 
-    def place(fmt: str) -> list[str]:
-        return [*gpushare, "place", "--nodes", str(files[f"nodes.{fmt}"]), str(files[f"pods.{fmt}"]), *upstream]
+        def place(fmt: str, files: dict[str, Path] = files) -> list[str]:
+            return [*gpushare, "place", "--nodes", str(files[f"nodes.{fmt}"]), str(files[f"pods.{fmt}"]), *upstream]
 
-    cases = [
-        ("place, YAML", place("yaml"), ("nodes.yaml", "pods.yaml"), 20_000),
-        ("place, JSON", place("json"), ("nodes.json", "pods.json"), 50_000),
-        (
-            "validate, YAML",
-            [*gpushare, "validate", str(files["pods.yaml"]), "-o", "json", "-q"],
-            ("pods.yaml",),
-            25_000,
-        ),
-    ]
-    print(f"{'case':<16} {'wall s':>7} {'items/s':>9} {'target':>8} {'peak MiB':>9} {'x input':>8}")
-    for name, argv, inputs, target in cases:
-        size = sum(files[f].stat().st_size for f in inputs) / 2**20
-        wall, peak = timed(argv, dict(os.environ))
-        print(f"{name:<16} {wall:>7.1f} {args.pods / wall:>9,.0f} {target:>8,} {peak:>9,.0f} {peak / size:>8.1f}")
+        cases = [
+            ("place, YAML", place("yaml"), ("nodes.yaml", "pods.yaml"), 20_000),
+            ("place, JSON", place("json"), ("nodes.json", "pods.json"), 50_000),
+            (
+                "validate, YAML",
+                [*gpushare, "validate", str(files["pods.yaml"]), "-o", "json", "-q"],
+                ("pods.yaml",),
+                25_000,
+            ),
+        ]
+        header = f"{'case':<16} {'wall s':>7} {'items/s':>9} {'target':>8} {'peak MiB':>9} {'x input':>8}"
+        print(header + ("  strict: wall s, peak MiB, ratio" if args.baseline else ""))
+        for name, argv, inputs, target in cases:
+            size = sum(files[f].stat().st_size for f in inputs) / 2**20
+            wall, peak = timed(argv, dict(os.environ))
+            per_item.setdefault(name, []).append((pods, wall / pods))
+            line = f"{name:<16} {wall:>7.1f} {pods / wall:>9,.0f} {target:>8,} {peak:>9,.0f} {peak / size:>8.1f}"
+            if args.baseline:
+                old, old_peak = timed(argv, {**os.environ, "GPUSHARE_READER": "pyyaml"})
+                line += f"  {old:>7.1f} {old_peak:>9,.0f}  x{old / wall:.1f} faster"
+            print(line, flush=True)
+    if len(per_item["place, YAML"]) > 1:
+        print("\nwhole-process cost per item (us) as the input grows (linear cost: the figures stay flat or fall)")
+        for name, rows in per_item.items():
+            print(f"{name:<16} " + "  ".join(f"{pods:>7,}: {cost * 1e6:>6.0f}" for pods, cost in rows))
     print(f"(this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB)")
     return 0
 

@@ -254,6 +254,10 @@ def _strict_item(chunk: bytes, name: str, line: int) -> dict[str, Any] | None:
     return None
 
 
+#: `GPUSHARE_READER=pyyaml` reads every file with the strict reader, as before the List reader: for comparing the two
+#: (benchmarks/inputs.py) and as a way around the List reader should it ever misread a file.
+READER_ENV = "GPUSHARE_READER"
+
 #: How far reading runs ahead of handing an mmap'd file's pages back.
 _RELEASE = 1 << 24
 
@@ -269,6 +273,8 @@ def read_documents(
     file as a stream, never held whole as text. A terminal shows progress in bytes for a large input; `text`
     or `stream` stand in for the file."""
     name = str(path)
+    if text is not None and os.environ.get(READER_ENV) == "pyyaml":
+        return list(_sources(compose_all(text, name), name))
     if text is not None:
         encoded = text.encode()
         listed = _listed(encoded, encoded[:_PEEK], name, lambda _: None)
@@ -282,7 +288,7 @@ def read_documents(
     try:
         with progress.progress(size or 0, "B", show_progress and size is not None, step=True) as advance:
             head = _bytes(raw.read(_PEEK))
-            if listing.looks_listed(head):
+            if listing.looks_listed(head) and os.environ.get(READER_ENV) != "pyyaml":
                 data = _mapped(handle) or head + _bytes(raw.read())
                 listed = _listed(data, head, name, advance)
                 return listed if listed is not None else list(_sources(compose_all(data[:], name), name))
