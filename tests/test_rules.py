@@ -23,14 +23,16 @@ REPORT = Draft202012Validator(json.loads((REPO / "schemas" / "validation-report.
 SETTINGS = {"apiVersion": "gpushare.io/v1alpha1", "kind": "InstallerSettings"}
 
 
-def pod(limits: dict[str, Any] | None = None, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+def pod(
+    limits: dict[str, Any] | None = None, labels: dict[str, str] | None = None, name: str = "p", **spec: Any
+) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "c", "resources": {"limits": limits or {"aliyun.com/gpu-mem": 2}}}
     if "env" in spec:
         container["env"] = spec.pop("env")
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "p", "labels": labels or {}},
+        "metadata": {"name": name, "labels": labels or {}},
         "spec": {"containers": [container], **spec},
     }
 
@@ -159,6 +161,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GC413": ([COMPUTE], {"cluster_created": "2022-02-28T23:00:00Z"}),
     "GC414": ([COMPUTE], {"kube_version": "v1.32.1-aliyun.1"}),
     "GW215": ([{**CRONJOB, "apiVersion": "batch/v1beta1"}], {"kube_version": "1.28"}),
+    "GW216": ([pod(), pod()], {}),
 }
 
 
@@ -186,7 +189,7 @@ def test_clean_inputs_give_no_findings() -> None:
             {"aliyun.com/gpu-mem": 4, "aliyun.com/gpu-core.percentage": 30},
             nodeSelector={"ack.node.gpu.schedule": "core_mem"},
         ),
-        pod({"aliyun.com/gpu-mem": 8}, {"aliyun.com/gpu-count": "4"}),
+        pod({"aliyun.com/gpu-mem": 8}, {"aliyun.com/gpu-count": "4"}, name="q"),
         node(
             mode="core_mem",
             core=200,
@@ -322,7 +325,8 @@ def test_cli_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixtur
     warn.write_text(yaml.safe_dump({**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": ACK_PLUGIN}))
     bad = tmp_path / "deploy"
     bad.mkdir()
-    (bad / "a.yaml").write_text(yaml.safe_dump(pod({"aliyun.com/gpu-mem": -1})) + "---\n" + yaml.safe_dump(pod()))
+    second = yaml.safe_dump(pod(name="q"))
+    (bad / "a.yaml").write_text(yaml.safe_dump(pod({"aliyun.com/gpu-mem": -1})) + "---\n" + second)
     assert run(capsys, "validate", str(clean))[0] == 0
     assert run(capsys, "validate", str(warn))[0] == 0
     assert run(capsys, "validate", str(warn), "--strict")[0] == 1
@@ -360,7 +364,7 @@ def test_rules_listing(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_findings_point_at_the_object_inside_a_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`kubectl get -o yaml` writes a List: a finding names the bad item's own line, in text, JSON and SARIF."""
-    listing = {"apiVersion": "v1", "kind": "List", "items": [pod(), pod({"aliyun.com/gpu-mem": "1.5"})]}
+    listing = {"apiVersion": "v1", "kind": "List", "items": [pod(), pod({"aliyun.com/gpu-mem": "1.5"}, name="q")]}
     path = tmp_path / "pods.yaml"
     path.write_text(yaml.safe_dump(listing, sort_keys=False))
     lines = path.read_text().splitlines()

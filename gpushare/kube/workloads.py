@@ -10,7 +10,7 @@ plus overhead), and the GPU memory also the way the gpushare extender counts it 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,6 +248,36 @@ def _controller(meta: dict[str, Any]) -> tuple[str, str, str, str] | None:
                 str(ref.get("uid", "")),
             )
     return None
+
+
+@dataclass(frozen=True)
+class Unnamed:
+    """A workload `place` and `validate` cannot tell from another: one without a name, or a second object of one
+    kind, namespace and name (kubectl would apply it over the first). `first` is where the first one is."""
+
+    source: Source
+    field: str
+    value: Any
+    allowed: str
+    first: Source | None = None
+
+
+def unnamed(sources: Iterable[Source]) -> Iterator[Unnamed]:
+    """Every workload without a name, and every later one of a kind, namespace and name already seen."""
+    seen: dict[tuple[str, str, str], Source] = {}
+    for src in sources:
+        if src.kind not in WORKLOAD_KINDS:
+            continue
+        meta = mapping(src.obj.get("metadata"))
+        name = meta.get("name")
+        if not name:
+            yield Unnamed(src, f"{src.kind} metadata.name", name, "a name: pods are reported by name")
+            continue
+        key = (src.kind, str(meta.get("namespace") or "default"), str(name))
+        first = seen.setdefault(key, src)
+        if first is not src:
+            allowed = f"one object per kind, namespace and name (the same is at {first.where})"
+            yield Unnamed(src, f"{src.kind} {key[1]}/{key[2]}", src.where, allowed, first)
 
 
 def read_workload(src: Source) -> Workload | None:

@@ -13,8 +13,8 @@ from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.versions import MINORS, choose_api, default_api, parse_kube_version
 from gpushare.errors import InputError
-from gpushare.kube.documents import Source, mapping, read_paths
-from gpushare.kube.workloads import WORKLOAD_KINDS
+from gpushare.kube.documents import Source, read_paths
+from gpushare.kube.workloads import WORKLOAD_KINDS, unnamed
 from gpushare.placement import compare as comparing
 from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
@@ -110,22 +110,8 @@ def check_inputs(inputs: Inputs, req: PlaceRequest) -> None:
             ", ".join(req.workloads),
             f"Pods or controllers to place ({', '.join(WORKLOAD_KINDS)}); they hold {_counted(inputs.workloads)}",
         )
-    seen: dict[tuple[str, str, str], Source] = {}
-    for src in inputs.workloads:
-        if src.kind not in WORKLOAD_KINDS:
-            continue
-        meta = mapping(src.obj.get("metadata"))
-        name = meta.get("name")
-        if not name:
-            raise InputError(f"{src.kind} metadata.name", name, "a name: pods are reported by name", src.where)
-        key = (src.kind, str(meta.get("namespace") or "default"), str(name))
-        first = seen.setdefault(key, src)
-        if first is not src:
-            raise InputError(
-                f"{src.kind} {key[1]}/{key[2]}",
-                src.where,
-                f"one object per kind, namespace and name (the same is at {first.where})",
-            )
+    for found in unnamed(inputs.workloads):
+        raise InputError(found.field, found.value, found.allowed, None if found.first else found.source.where)
 
 
 def scheduler_profile(

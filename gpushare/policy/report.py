@@ -7,6 +7,7 @@ from typing import Any
 
 from gpushare import __version__
 from gpushare.domain import kinds
+from gpushare.errors import shown
 from gpushare.policy.engine import Finding, Rule
 from gpushare.policy.validate import Report
 
@@ -19,7 +20,7 @@ def to_text(report: Report) -> str:
     for (where, subject), findings in groups.items():
         lines.append(f"{where}  {subject}")
         for f in findings:
-            lines.append(f"  {f.rule.severity:<7} {f.rule.id}  {f.field}: {f.value!r}: expected {f.allowed}")
+            lines.append(f"  {f.rule.severity:<7} {f.rule.id}  {f.field}: {shown(f.value)}: expected {f.allowed}")
             lines.append(f"          fix: {f.rule.remediation}")
     lines += [item.message for item in report.not_checked]
     lines.append(

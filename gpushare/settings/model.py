@@ -252,7 +252,11 @@ class InstallerSettings(_Model):
             section = data.pop(snake, None) if snake != key and snake in data else data.get(key)
             section = dict(section) if isinstance(section, dict) else ({} if section is None else section)
             if isinstance(section, dict):
-                section.setdefault("image", image)
+                given = section.get("image")
+                if given is None:
+                    section["image"] = image
+                elif isinstance(given, dict) and "repository" not in given:  # a tag of the default image
+                    section["image"] = {**image, **given}
                 section.setdefault("resources", DEFAULT_RESOURCES[key])
                 if key == "scheduler":
                     section.setdefault("mode", profile.default_scheduler_mode)

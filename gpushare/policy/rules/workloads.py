@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 
 from gpushare.domain import cgpu, labels, profiles, sources, versions
 from gpushare.kube import workloads
+from gpushare.kube.documents import mapping
 from gpushare.kube.workloads import Workload
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
 
@@ -51,6 +52,15 @@ def _removed_api(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     instead = versions.unserved_workload_api(api_version, p.kind, minor) if minor is not None else None
     if instead:
         yield "apiVersion", api_version, instead
+
+
+def _named_once(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+    found = ctx.extra.get("unnamed")
+    if found is None:  # worked out once per run, over every workload read
+        found = ctx.extra["unnamed"] = {id(u.source): u for u in workloads.unnamed(w.source for w in ctx.workloads)}
+    offence = found.get(id(p.source))
+    if offence is not None:
+        yield "metadata.name", mapping(offence.source.obj.get("metadata")).get("name"), offence.allowed
 
 
 def largest_gpu(ctx: ClusterFacts) -> int:
@@ -302,5 +312,15 @@ RULES: tuple[Rule, ...] = (
         "Write the API the message names (kubectl convert, or edit apiVersion and the fields it changed).",
         sources.KUBE_API_MIGRATION,
         _removed_api,
+    ),
+    Rule(
+        "GW216",
+        "error",
+        "workload",
+        "A workload has a name, and only one object has it in its kind and namespace",
+        "Name the object, or rename or remove the second: kubectl would apply it over the first, and `gpushare "
+        "place` refuses both.",
+        sources.KUBE_OBJECT_NAMES,
+        _named_once,
     ),
 )
