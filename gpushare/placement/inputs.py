@@ -27,7 +27,7 @@ from gpushare.kube.nodes import NodeInfo, read_node
 from gpushare.kube.selectors import SelectorError
 from gpushare.kube.workloads import Workload, read_workload
 from gpushare.placement import interpod, plugins, spreading
-from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration
+from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration, with_changes
 from gpushare.placement.spreading import Owners
 
 #: Node annotation NodePreferAvoidPods reads (v1.PreferAvoidPodsAnnotationKey).
@@ -116,12 +116,13 @@ def to_pod(
     pod_labels: dict[str, str] | None = None,
     controller: tuple[str, str, str, str] | None = None,
     namespaces: dict[str, dict[str, str]] | None = None,
+    template: int = 0,
 ) -> Pod:
     """The model of one pod; a problem the semantics refuses makes it invalid, with its reason.
 
     With `owners` the pod is one to place: its spreading is worked out (a pod already bound needs none).
     `pod_labels` and `controller` stand in for what a controller would give the pods it creates."""
-    base = Pod(view.namespace, view.name, source=view.source.where)
+    base = Pod(view.namespace, view.name, source=view.source.where, template=template)
     reason = invalid_reason(view, semantics)
     if reason is not None:
         return replace(base, invalid=reason)
@@ -170,6 +171,7 @@ def to_pod(
         node=spec.get("nodeName") or None,
         gpu_indices=indices,
         source=view.source.where,
+        template=template,
         labels=tuple(sorted(own_labels.items())),
         nz_cpu=view.nz_cpu,
         nz_memory=view.nz_memory,
@@ -378,7 +380,7 @@ def _pods(
     """The pods a Pod or controller stands for, in order, labelled and owned as their controller would make them."""
     template_labels = {str(k): str(v) for k, v in view.labels.items()}
     if view.kind == "Pod":
-        yield replace(to_pod(view, semantics, ratio, owners, namespaces=namespaces), template=template)
+        yield to_pod(view, semantics, ratio, owners, namespaces=namespaces, template=template)
         return
     pod_labels, controller = dict(template_labels), None
     if view.kind == "Deployment":
@@ -401,7 +403,7 @@ def _pods(
             )
     elif view.kind in ("ReplicaSet", "StatefulSet"):
         controller = ("apps/v1", view.kind, view.name, "")
-    pod = replace(to_pod(view, semantics, ratio, owners, pod_labels, controller, namespaces), template=template)
+    pod = to_pod(view, semantics, ratio, owners, pod_labels, controller, namespaces, template)
     if view.kind == "DaemonSet" and not pod.invalid:
         yield from _daemon_pods(pod, nodes, semantics)
     elif view.replicas is None or pod.invalid:  # a controller that is invalid as a whole
@@ -409,10 +411,10 @@ def _pods(
     elif view.kind == "StatefulSet":  # each pod names itself in a label
         for i in range(view.replicas):
             labels_i = tuple(sorted({**dict(pod.labels), STATEFULSET_POD_NAME: f"{view.name}-{i}"}.items()))
-            yield replace(pod, name=f"{view.name}-{i}", labels=labels_i)
+            yield with_changes(pod, name=f"{view.name}-{i}", labels=labels_i)
     else:
         for i in range(view.replicas):
-            yield replace(pod, name=f"{view.name}-{i}")
+            yield with_changes(pod, name=f"{view.name}-{i}")
 
 
 STATEFULSET_POD_NAME = "statefulset.kubernetes.io/pod-name"

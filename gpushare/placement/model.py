@@ -232,3 +232,19 @@ class Pod:
             self.node_core,
             self.other,
         )
+
+
+def with_changes(pod: Pod, **changes: Any) -> Pod:
+    """`dataclasses.replace` for the hot paths (each replica of a controller): the pod's fields copied with some
+    changed, without running __init__ again, about eight times cheaper. Pod has no __post_init__ to skip; its
+    cached properties are worked out again."""
+    copy = object.__new__(Pod)
+    fields = copy.__dict__
+    fields.update(pod.__dict__)
+    for name in _CACHED:  # worked out from fields that may change
+        fields.pop(name, None)
+    fields.update(changes)
+    return copy
+
+
+_CACHED = tuple(name for name, value in vars(Pod).items() if isinstance(value, cached_property))
