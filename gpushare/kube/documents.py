@@ -14,13 +14,16 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol, TextIO
+from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
 import yaml
 
 from gpushare import progress
 from gpushare.errors import InputError, shown
-from gpushare.kube import listing, shapes
+from gpushare.kube import shapes
+
+if TYPE_CHECKING:
+    from gpushare.kube import listing
 
 try:
     _Base: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
@@ -213,6 +216,8 @@ def _sources(documents: Iterator[tuple[yaml.Node, Any]], name: str) -> Iterator[
 def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int], None]) -> list[Source] | None:
     """A List read item by item (`listing`); None when `data` is not one after all. An mmap'd file's pages are
     handed back as the items are read, so memory holds what is kept, not the file as well."""
+    from gpushare.kube import listing  # msgspec and rapidyaml, loaded when a file is read (not by render)
+
     items: Iterator[listing.Item]
     found_json = listing.json_list(data) if head.lstrip()[:1] == b"{" else None
     if found_json is not None:
@@ -250,6 +255,8 @@ def _strict_item(chunk: bytes, name: str, line: int) -> dict[str, Any] | None:
             entry = entries[0] if isinstance(entries, list) else None
             return shapes.trim(entry) if isinstance(entry, dict) else None
     except InputError:
+        from gpushare.kube import listing
+
         raise listing.NotKubectl from None
     return None
 
@@ -288,6 +295,8 @@ def read_documents(
     try:
         with progress.progress(size or 0, "B", show_progress and size is not None, step=True) as advance:
             head = _bytes(raw.read(_PEEK))
+            from gpushare.kube import listing
+
             if listing.looks_listed(head) and os.environ.get(READER_ENV) != "pyyaml":
                 data = _mapped(handle) or head + _bytes(raw.read())
                 listed = _listed(data, head, name, advance)
