@@ -41,23 +41,13 @@ class PodSpec(TypedDict, total=False):
 
 
 class ObjectMeta(TypedDict, total=False):
-    """Every ObjectMeta field but managedFields (the server's field ownership, often half of a pod)."""
+    """What identifies a pod and what rules and scheduling read of it (not its uid, timestamps or managedFields)."""
 
     name: Any
-    generateName: Any
     namespace: Any
-    selfLink: Any
-    uid: Any
-    resourceVersion: Any
-    generation: Any
-    creationTimestamp: Any
-    deletionTimestamp: Any
-    deletionGracePeriodSeconds: Any
     labels: Any
     annotations: Any
     ownerReferences: Any
-    finalizers: Any
-    clusterName: Any
 
 
 class PodStatus(TypedDict, total=False):

@@ -148,8 +148,10 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
     order = read_node_order(req.node_order) if req.node_order else None
     input_unit = req.input_unit or req.semantics.gpu_memory_unit
 
-    def once(semantics: Semantics) -> Any:
+    def once(semantics: Semantics, last: bool = False) -> Any:
         inventory = build(inputs.nodes, inputs.existing, inputs.workloads, semantics, input_unit)
+        if last:  # the objects read are all in the model now: memory for the run, not for both
+            inputs.nodes, inputs.existing, inputs.workloads = [], [], []
         result = run(inventory, semantics, req.engine, order, req.explain, wanted(req.quiet))  # type: ignore[arg-type]
         result.warnings[:0] = [*notes, *inputs.notes]
         return result
@@ -162,7 +164,7 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
         converted = input_unit if any(key == comparing.SCHEDULING_UNIT for key, _ in specs) else None
         _print_comparison(rows, req.output, out, converted)
         return 1 if any(r.invalid for _, _, r in rows) else 0
-    result = once(base)
+    result = once(base, last=True)
     if req.plot:
         write_plot(result, req.plot)
     if req.output == "json":
