@@ -30,6 +30,7 @@ SCALAR = st.one_of(
     st.booleans(),
     st.none(),
     st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.sampled_from([1e20, -2.5e-7, 1e5]),  # JSON writes them with exponents
     st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12),
 )
 MAPPING = st.dictionaries(st.sampled_from([*TRICKY[:12], "app", "team", "x"]), SCALAR, max_size=4)
@@ -93,6 +94,9 @@ def test_the_fast_reader_reads_what_the_strict_reader_reads(document: dict[str, 
         expected = strict(text)
     except InputError:
         return  # text the strict reader refuses (an unquoted `a: b`): the error path is tested below
+    if layout.startswith("json"):  # JSON's own reading is the reference for values (PyYAML takes 1e+20 for a string)
+        values = [shapes.trim(item) for item in json.loads(text)["items"]]
+        expected = [(value, line) for value, (_, line) in zip(values, expected, strict=True)]
     assert fast(text) == expected
 
 
