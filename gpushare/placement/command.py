@@ -149,9 +149,10 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
     input_unit = req.input_unit or req.semantics.gpu_memory_unit
 
     def once(semantics: Semantics, last: bool = False) -> Any:
-        inventory = build(inputs.nodes, inputs.existing, inputs.workloads, semantics, input_unit)
-        if last:  # the objects read are all in the model now: memory for the run, not for both
-            inputs.nodes, inputs.existing, inputs.workloads = [], [], []
+        # the last run lets go of the objects read as they are modelled: memory for one of them, not for both
+        inventory = build(inputs.nodes, inputs.existing, inputs.workloads, semantics, input_unit, consume=last)
+        if last:
+            inputs.nodes, inputs.existing = [], []
         result = run(inventory, semantics, req.engine, order, req.explain, wanted(req.quiet))  # type: ignore[arg-type]
         result.warnings[:0] = [*notes, *inputs.notes]
         return result

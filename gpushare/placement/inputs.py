@@ -318,8 +318,11 @@ def build(
     workload_docs: list[Source],
     semantics: Semantics,
     input_unit: str | None = None,
+    consume: bool = False,
 ) -> Inventory:
-    """The model of the fleet; existing pods are charged to their nodes, DaemonSets expanded per eligible node."""
+    """The model of the fleet; existing pods are charged to their nodes, DaemonSets expanded per eligible node.
+    With `consume`, the workload list is emptied as its objects are modelled, so a fleet's documents and its
+    model are not both held whole (the caller's last use of them)."""
     ratio = unit_ratio(input_unit or semantics.gpu_memory_unit, semantics)
     everything = node_docs + existing_docs + workload_docs
     unhealthy = _unhealthy(everything)
@@ -338,6 +341,7 @@ def build(
         for s in everything
         if s.kind == "Namespace"
     }
+    del everything
     existing: list[Pod] = []
     for src in existing_docs:
         view = read_workload(src) if src.kind == "Pod" else None
@@ -345,7 +349,7 @@ def build(
             existing.append(to_pod(view, semantics, ratio, namespaces=namespaces))
     new: list[Pod] = []
     ignored = 0
-    for template, src in enumerate(workload_docs, start=1):
+    for template, src in enumerate(_taken(workload_docs, consume), start=1):
         view = read_workload(src)
         if view is None:
             ignored += src.kind not in _CLUSTER_STATE
@@ -358,6 +362,16 @@ def build(
             )
         new.extend(_pods(view, nodes, semantics, ratio, owners, namespaces, template))
     return Inventory(nodes, existing, new, ignored)
+
+
+def _taken(docs: list[Source], consume: bool) -> Iterator[Source]:
+    """Each document in order; with `consume`, each is also dropped from the list as it is handed out."""
+    if not consume:
+        yield from docs
+        return
+    docs.reverse()
+    while docs:
+        yield docs.pop()
 
 
 #: Pods one dry run places at most: far beyond any fleet (64k GPUs x 16 pods is ~1M), well within memory.
