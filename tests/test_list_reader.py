@@ -100,7 +100,7 @@ def test_the_fast_reader_reads_what_the_strict_reader_reads(document: dict[str, 
     assert fast(text) == expected
 
 
-def test_the_fast_reader_takes_kubectl_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fast_reader_takes_kubectl_lists() -> None:
     """The equality above would also hold if every item fell back: here none may."""
     items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": {}} for i in range(3)]
     text = as_yaml({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}, False)

@@ -157,9 +157,8 @@ class _Stream:
     def read(self, size: int = -1) -> Any:
         chunk = self.raw.read(size)
         if chunk:
-            star, amp = ("*", "&") if isinstance(chunk, str) else (b"*", b"&")
-            self.star = self.star or star in chunk
-            self.amp = self.amp or amp in chunk
+            self.star = self.star or b"*" in chunk
+            self.amp = self.amp or b"&" in chunk
             self.advance(len(chunk))
         return chunk
 
@@ -168,11 +167,9 @@ class _Stream:
         return self.star and self.amp
 
 
-def compose_all(
-    source: str | bytes | _Stream, name: str, field: str = "file", offset: int = 0
-) -> Iterator[tuple[yaml.Node, Any]]:
+def compose_all(source: str | bytes | _Stream, name: str, field: str = "file") -> Iterator[tuple[yaml.Node, Any]]:
     """Each document of a YAML or JSON text or stream: its node (for lines) and its data, aliases bounded and
-    duplicate keys refused. `offset` is the line the text starts on in its file, less one (a List item)."""
+    duplicate keys refused."""
     loader = _Loader(source)
     text_aliases = isinstance(source, str | bytes) and _has(source, "*") and _has(source, "&")
     try:
@@ -187,12 +184,12 @@ def compose_all(
         raise InputError(
             field,
             name,
-            f"YAML without duplicate keys ({shown(exc.key)} at {name}:{exc.again + offset} is already defined at "
-            f"line {exc.first + offset}; kubectl refuses it too)",
+            f"YAML without duplicate keys ({shown(exc.key)} at {name}:{exc.again} is already defined at "
+            f"line {exc.first}; kubectl refuses it too)",
         ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        at = f"{name}:{mark.line + 1 + offset}" if mark is not None else name
+        at = f"{name}:{mark.line + 1}" if mark is not None else name
         raise InputError(field, name, f"valid YAML (error at {at})") from None
     finally:
         loader.dispose()
@@ -235,7 +232,7 @@ def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int
     try:
         for item in items:
             # an item the fast path leaves to PyYAML is a one-entry sequence
-            obj = item.obj if item.obj is not None else _strict_item(bytes(item.text), name, item.line)
+            obj = item.obj if item.obj is not None else _strict_item(bytes(item.text), name)
             if obj is not None:
                 result.append(Source(obj, name, item.line))
             advance(len(item.text))
@@ -247,11 +244,11 @@ def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int
     return result
 
 
-def _strict_item(chunk: bytes, name: str, line: int) -> dict[str, Any] | None:
+def _strict_item(chunk: bytes, name: str) -> dict[str, Any] | None:
     """One `- ` entry read by PyYAML. It may name an anchor of another item, or be wrong: the whole file is then
-    read the strict way, which resolves the one and places the other."""
+    read the strict way, which resolves the one and says where the other is."""
     try:
-        for _, entries in compose_all(chunk, name, offset=line - 1):
+        for _, entries in compose_all(chunk, name):
             entry = entries[0] if isinstance(entries, list) else None
             return shapes.trim(entry) if isinstance(entry, dict) else None
     except InputError:

@@ -5,20 +5,20 @@ tens of times its size in memory and about 4 ms a pod; here each item is cut out
 msgspec (JSON; only the fields in `shapes`) or rapidyaml then msgspec (YAML), and kept trimmed, so memory
 follows what gpushare keeps and a pod costs tens of microseconds.
 
-kubectl's layout is exact, and the cut relies on it: JSON indented by a fixed step with each item's braces
-alone on their lines, YAML with `items:` at column 0 and each item a `- ` line at column 0 (kubectl sorts
-keys, so `apiVersion`, `items`, `kind`, `metadata`). Anything else, and any item the fast decoders cannot
-take exactly as PyYAML would, goes to the strict reader (`documents`), which is also the one that says where
-an error is. YAML is read by rapidyaml only where its YAML 1.2 typing cannot differ from PyYAML's YAML 1.1
-(see `_AMBIGUOUS`); a file kubectl wrote has no such value, as its writer quotes them. Like kubectl's own
-JSON reader, the fast readers take the last of a repeated key; the strict reader refuses one.
+A JSON List is cut into items by msgspec whatever its layout. A YAML List is cut by kubectl's layout, which
+is exact: `items:` at column 0 and each item a `- ` line at column 0 (kubectl sorts keys, so `apiVersion`,
+`items`, `kind`, `metadata`). Anything else, and any item the fast decoders cannot take exactly as PyYAML
+would, goes to the strict reader (`documents`), which is also the one that says where an error is. YAML is
+read by rapidyaml only where its YAML 1.2 typing cannot differ from PyYAML's YAML 1.1 (see `ambiguous`); a
+file kubectl wrote has no such value, as its writer quotes them. Like kubectl's own JSON reader, the fast
+readers take the last of a repeated key; the strict reader refuses one.
 """
 
 from __future__ import annotations
 
 import mmap
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -107,7 +107,7 @@ _ANY = msgspec.json.Decoder()
 _SHAPED: dict[str, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(v) for k, v in shapes.SHAPES.items()}
 
 
-def decode(raw: bytes | memoryview, kind_hint: str | None = None) -> dict[str, Any]:
+def decode(raw: str | bytes | memoryview, kind_hint: str | None = None) -> dict[str, Any]:
     """One JSON object, trimmed as `shapes.trim` would: shaped kinds decode only their fields."""
     decoder = _SHAPED.get(kind_hint or "")
     if decoder is not None:
@@ -143,7 +143,7 @@ def json_list(data: Buffer) -> list[tuple[memoryview, int, int]] | None:
         envelope = _ENVELOPE.decode(data)
     except msgspec.MsgspecError:
         return None
-    if not str(envelope.get("kind", "")).endswith("List") or "items" not in envelope:
+    if not _list_kind(envelope) or "items" not in envelope:
         return None
     result: list[tuple[memoryview, int, int]] = []
     line, start, end = 1, 0, 0
@@ -156,12 +156,13 @@ def json_list(data: Buffer) -> list[tuple[memoryview, int, int]] | None:
     return result
 
 
+def _list_kind(document: Mapping[str, Any]) -> bool:
+    return str(document.get("kind", "")).endswith("List")
+
+
 def is_list(envelope: Any) -> bool:
-    return (
-        isinstance(envelope, dict)
-        and str(envelope.get("kind", "")).endswith("List")
-        and envelope.get("items") in ([], None)
-    )
+    """Whether a List's text without its items reads as a List with none (the cut took them all)."""
+    return isinstance(envelope, dict) and _list_kind(envelope) and envelope.get("items") in ([], None)
 
 
 def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
@@ -182,7 +183,7 @@ class _Yaml:
     def __init__(self) -> None:
         self.tree = ryml.Tree()
 
-    def json(self, chunk: bytes) -> tuple[bytes, str | None] | None:
+    def json(self, chunk: bytes) -> tuple[str | bytes, str | None] | None:
         """The item of a one-entry `- ...` chunk as JSON, without managedFields, and its kind; None when rapidyaml
         refuses it."""
         tree = self.tree
@@ -205,12 +206,7 @@ class _Yaml:
                 tree.remove(managed)
         kind = tree.find_child(item, b"kind")
         named = kind != ryml.NONE and tree.has_val(kind)
-        return _emit(tree, item), bytes(tree.val(kind)).decode() if named else None
-
-
-def _emit(tree: Any, node: int) -> bytes:
-    out = ryml.emit_json_malloc(tree, node)
-    return out if isinstance(out, bytes) else out.encode()
+        return ryml.emit_json_malloc(tree, item), bytes(tree.val(kind)).decode() if named else None
 
 
 _JSON_KIND = re.compile(rb'"kind": ?"([A-Za-z]+)"')
