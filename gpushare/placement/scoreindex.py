@@ -21,7 +21,7 @@ recomputed only for the groups a bind changed.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -46,51 +46,56 @@ Entry = tuple[int, Key, int]
 
 class Group:
     """Nodes alike for the normalised plugins, by local score, then GPU room, then name, and their rooms in order
-    (to count the nodes that fit). `version` changes with every node that joins or leaves."""
+    (to count the nodes that fit). `version` changes with every node that joins or leaves.
+
+    Plain sorted lists: a group holds at most the fleet's nodes, and at that size `bisect.insort` and `del` (one
+    memmove in C) cost less than a balanced structure's Python steps."""
 
     __slots__ = ("caps", "ids", "keys", "version")
 
     def __init__(self) -> None:
-        self.keys: SortedList = SortedList()
-        self.caps: SortedList = SortedList()
+        self.keys: list[Key] = []
+        self.caps: list[int] = []
         self.ids: set[int] = set()
         self.version = 0
 
     def add(self, key: Key) -> None:
-        self.keys.add(key)
-        self.caps.add(-key[1])
+        insort(self.keys, key)
+        insort(self.caps, -key[1])
         self.ids.add(key[3])
         self.version += 1
 
     def remove(self, key: Key) -> None:
-        self.keys.remove(key)
-        self.caps.remove(-key[1])
+        keys, caps = self.keys, self.caps
+        del keys[bisect_left(keys, key)]
+        del caps[bisect_left(caps, -key[1])]
         self.ids.discard(key[3])
         self.version += 1
 
     def fitting(self, r: int) -> int:
         """How many nodes have room for r."""
         caps = self.caps
-        return len(caps) - int(caps.bisect_left(r)) if caps and caps[0] < r else len(caps)
+        return len(caps) - bisect_left(caps, r)
 
     def ties(self, key: Key, r: int) -> int:
         """How many nodes share the key's local score and have room for r."""
-        return int(self.keys.bisect_left((key[0], -r + 1)) - self.keys.bisect_left((key[0],)))
+        keys = self.keys
+        return bisect_left(keys, (key[0], -r + 1)) - bisect_left(keys, (key[0],))
 
     def best(self, r: int, skip: set[int] | frozenset[int] = frozenset()) -> Key | None:
         """The first node with room for r whose id is not in `skip`. Within a local score the roomiest node comes
         first: when it has no room, none of that score has, and the next score is tried."""
         keys = self.keys
-        start = 0
-        while True:
-            for key in keys.islice(start):
-                if -key[1] < r:
-                    start = keys.bisect_left((key[0] + 1,))  # none of this local score has room: the next score
-                    break
-                if key[3] not in skip:
-                    return key  # type: ignore[no-any-return]
+        i, n = 0, len(keys)
+        while i < n:
+            key = keys[i]
+            if -key[1] < r:
+                i = bisect_left(keys, (key[0] + 1,), i)  # none of this local score has room: the next score
+            elif key[3] in skip:
+                i += 1
             else:
-                return None
+                return key
+        return None
 
     def entry(self, r: int) -> Entry | None:
         best = self.best(r)
