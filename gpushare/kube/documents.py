@@ -11,7 +11,7 @@ import mmap
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
@@ -213,12 +213,12 @@ def _sources(documents: Iterator[tuple[yaml.Node, Any]], name: str) -> Iterator[
 def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int], None]) -> list[Source] | None:
     """A List read item by item (`listing`); None when `data` is not one after all. An mmap'd file's pages are
     handed back as the items are read, so memory holds what is kept, not the file as well."""
-    from gpushare.kube import listing  # msgspec and rapidyaml, loaded when a file is read (not by render)
+    from gpushare.kube import forked, listing  # msgspec and rapidyaml, loaded when a file is read (not by render)
 
-    items: Iterator[listing.Item]
+    items: Generator[listing.Item, None, None]
     found_json = listing.json_list(data) if head.lstrip()[:1] == b"{" else None
     if found_json is not None:
-        items = listing.json_items(found_json)
+        items = forked.items(data, found_json, listing.json_items, advance)
     else:
         found_yaml = listing.yaml_list(data)
         if found_yaml is None:
@@ -226,7 +226,7 @@ def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int
         envelope, spans = found_yaml
         if [listing.is_list(d) for _, d in compose_all(envelope, name)] != [True]:
             return None
-        items = listing.yaml_items(data, spans)
+        items = forked.items(data, spans, lambda part: listing.yaml_items(data, part), advance)
     result: list[Source] = []
     released = 0
     try:
@@ -235,12 +235,13 @@ def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int
             obj = item.obj if item.obj is not None else _strict_item(bytes(item.text), name)
             if obj is not None:
                 result.append(Source(obj, name, item.line))
-            advance(len(item.text))
             if isinstance(data, mmap.mmap) and item.end - released > _RELEASE:
                 released = item.end - item.end % mmap.PAGESIZE
                 data.madvise(mmap.MADV_DONTNEED, 0, released)
     except listing.NotKubectl:
         return None
+    finally:
+        items.close()  # a child still reading is stopped now, not when the generator is collected
     return result
 
 

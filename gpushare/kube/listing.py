@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import mmap
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -212,7 +212,7 @@ class _Yaml:
 _JSON_KIND = re.compile(rb'"kind": ?"([A-Za-z]+)"')
 
 
-def json_items(items: list[tuple[memoryview, int, int]]) -> Iterator[Item]:
+def json_items(items: Sequence[tuple[memoryview, int, int]]) -> Iterator[Item]:
     """Each item decoded; a malformed one ends the fast path (NotKubectl) so the strict reader can place it."""
     for text, line, end in items:
         found = _JSON_KIND.search(text)
@@ -223,7 +223,7 @@ def json_items(items: list[tuple[memoryview, int, int]]) -> Iterator[Item]:
         yield Item(text, line, obj, end)
 
 
-def yaml_items(data: Buffer, spans: list[tuple[int, int]]) -> Iterator[Item]:
+def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]]) -> Iterator[Item]:
     """Each item decoded where rapidyaml reads it exactly as PyYAML would; else left to the strict reader."""
     reader = _Yaml() if ryml is not None else None
     line = 1 + (data[: spans[0][0]].count(b"\n") if spans else 0)

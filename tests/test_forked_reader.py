@@ -1,0 +1,194 @@
+"""A large List read on two cores (`kube/forked`) gives what one core gives: the same objects at the same lines, the
+strict reader's word on a broken item in either half, the second half read here when the child fails, and no child
+left behind when reading stops early. Files are small here: the size threshold is lowered so every List forks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_list_reader import LISTS, as_yaml, fast
+
+from gpushare.errors import InputError
+from gpushare.kube import documents, forked, listing
+
+pytestmark = pytest.mark.skipif(not forked.worthwhile(forked.MIN_BYTES), reason="needs Linux and two cores")
+
+
+def _pods(count: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    items = [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", **(extra or {})}, "spec": {}}
+        for i in range(count)
+    ]
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def _texts(document: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    yield "yaml", as_yaml(document, unquote=False)
+    yield "yaml-unquoted", as_yaml(document, unquote=True)
+    yield "json", json.dumps(document, indent=4, ensure_ascii=False)
+
+
+class _Forks:
+    """Counts the children started, so a test knows the two-core path ran."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.original = forked._Child.start
+
+    def __call__(self, read: Any) -> Any:
+        child = self.original(read)
+        self.started += child is not None
+        return child
+
+
+def _on_two_cores(text: str, name: str = "f") -> tuple[list[Any], int]:
+    forks = _Forks()
+    with mock.patch.object(forked, "MIN_BYTES", 0), mock.patch.object(forked._Child, "start", forks):
+        return fast(text, name), forks.started
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=LISTS.filter(lambda d: len(d["items"]) >= 2))
+def test_two_cores_read_what_one_core_reads(document: dict[str, Any]) -> None:
+    for layout, text in _texts(document):
+        try:
+            one = fast(text)
+        except InputError as exc:
+            with pytest.raises(InputError) as caught:
+                _on_two_cores(text)
+            assert str(caught.value) == str(exc), layout
+            continue
+        two, started = _on_two_cores(text)
+        assert two == one, layout
+        assert started == 1, layout
+
+
+def test_an_item_left_to_the_strict_reader_in_the_second_half_keeps_its_place() -> None:
+    document = _pods(6)
+    document["items"][4]["metadata"]["labels"] = {"a": "yes"}  # typed apart by YAML 1.1 and 1.2: the strict reader
+    text = as_yaml(document, unquote=True)
+    two, started = _on_two_cores(text)
+    assert started == 1 and two == fast(text)
+    assert [obj["metadata"]["name"] for obj, _ in two] == [f"p{i}" for i in range(6)]
+    assert two[4][0]["metadata"]["labels"] == {"a": True}
+
+
+@pytest.mark.parametrize("half", ["first", "second"])
+def test_a_broken_item_in_either_half_is_reported_on_its_line(tmp_path: Path, half: str) -> None:
+    lines = as_yaml(_pods(6), unquote=False).splitlines()
+    target = "name: p1" if half == "first" else "name: p4"
+    broken = next(i for i, line in enumerate(lines) if target in line)
+    lines[broken] = lines[broken].replace(target, f"name: [{target[6:]}")
+    path = tmp_path / "pods.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as one:
+        documents.read_documents(path)
+    with mock.patch.object(forked, "MIN_BYTES", 0), pytest.raises(InputError) as two:
+        documents.read_documents(path)
+    assert str(two.value) == str(one.value) and f"{path}:{broken + 2})" in str(two.value)  # where PyYAML sees it
+
+
+def test_when_the_child_fails_this_process_reads_its_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked, "_run", lambda read, output: 1)  # the child exits 1 having written nothing
+    for _, text in _texts(_pods(5)):
+        two, started = _on_two_cores(text)
+        assert started == 1 and two == fast(text) and len(two) == 5
+
+
+def test_an_item_the_child_cannot_hand_over_is_read_here() -> None:
+    """msgpack holds integers up to 64 bits: the child fails on a larger one, and this process reads its half."""
+    document = _pods(4)
+    limits = {"aliyun.com/gpu-mem": 2**70}
+    document["items"][3]["spec"]["containers"] = [{"name": "c", "resources": {"limits": limits}}]
+    text = json.dumps(document)
+    two, started = _on_two_cores(text)
+    assert started == 1 and two == fast(text)
+    assert two[3][0]["spec"]["containers"][0]["resources"]["limits"] == limits
+
+
+def test_stopping_early_stops_the_child() -> None:
+    data = as_yaml(_pods(40), unquote=False).encode()
+    found = listing.yaml_list(data)
+    assert found is not None
+    children: list[forked._Child] = []
+    original = forked._Child.start
+
+    def keep(read: Any) -> Any:
+        child = original(read)
+        children.append(child)
+        return child
+
+    with mock.patch.object(forked, "MIN_BYTES", 0), mock.patch.object(forked._Child, "start", keep):
+        items = forked.items(data, found[1], lambda part: listing.yaml_items(data, part), lambda _: None)
+        assert next(items).obj is not None
+        items.close()
+    assert len(children) == 1
+    with pytest.raises(ChildProcessError):  # reaped: no process, not even a zombie, is left
+        os.waitpid(children[0].pid, os.WNOHANG)
+
+
+def test_ctrl_c_while_both_read_ends_with_one_line_and_no_process_left(tmp_path: Path) -> None:
+    """A List large enough to fork for real, interrupted while both processes read it."""
+    item = "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p{}\n    namespace: ns\n  spec:\n"
+    item += "    containers:\n    - image: " + "i" * 3000 + "\n      name: c\n"
+    path = tmp_path / "pods.yaml"
+    path.write_text("apiVersion: v1\nitems:\n" + "".join(item.format(i) for i in range(12_000)) + "kind: List\n")
+    assert path.stat().st_size > forked.MIN_BYTES
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpushare", "validate", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 30
+    while not _children(process.pid) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    assert _children(process.pid), "the reader did not fork"
+    reader = _children(process.pid)[0]
+    # Ctrl-C reaches the terminal's whole process group: the parent and its child alike
+    process.send_signal(signal.SIGINT)
+    os.kill(reader, signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and err == "gpushare: interrupted\n"
+    assert not Path(f"/proc/{reader}").exists() or "zombie" in Path(f"/proc/{reader}/status").read_text()
+
+
+def test_a_large_list_is_read_alike_on_one_core_and_two(tmp_path: Path) -> None:
+    """Above the real threshold, as `validate` reads it: the same findings either way."""
+    item = "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p{}\n  spec:\n    containers:\n"
+    item += "    - image: " + "i" * 3000 + "\n      name: c\n      resources:\n        limits:\n"
+    item += "          aliyun.com/gpu-mem: {}\n"
+    path = tmp_path / "pods.yaml"
+    text = "".join(item.format(i, "'3'" if i % 5 else "yes") for i in range(6_000))
+    path.write_text("apiVersion: v1\nitems:\n" + text + "kind: List\n")
+    assert path.stat().st_size > forked.MIN_BYTES
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "gpushare", "validate", str(path), "-o", "json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "GPUSHARE_READER": reader},
+        )
+        for reader in ("", forked.ONE_CORE)
+    ]
+    assert runs[0].returncode == runs[1].returncode and runs[0].stdout == runs[1].stdout
+    assert json.loads(runs[0].stdout)["findings"]
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
