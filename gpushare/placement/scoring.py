@@ -42,12 +42,19 @@ def default_normalize(scores: list[int], reverse: bool) -> list[int]:
 
 
 def least_allocated_score(node: Node, cpu: int, memory: int, profile: ScoringProfile) -> int:
-    """LeastAllocated on cpu and memory (weights 1), the non-zero requests of the node plus `cpu`/`memory`."""
+    """LeastAllocated on cpu and memory (weights 1), the non-zero requests of the node plus `cpu`/`memory`. Written
+    out per resource: the fast engine asks it for every node a bind changes, in every kind of pod's view."""
     total = weights = 0
-    for allocatable, requested in ((node.cpu, node.cpu_nz_used + cpu), (node.memory, node.memory_nz_used + memory)):
-        if allocatable == 0 and profile.skips_unallocatable:
-            continue
+    allocatable = node.cpu
+    if allocatable or not profile.skips_unallocatable:
         weights += 1
+        requested = node.cpu_nz_used + cpu
+        if allocatable and requested <= allocatable:
+            total += (allocatable - requested) * MAX_NODE_SCORE // allocatable
+    allocatable = node.memory
+    if allocatable or not profile.skips_unallocatable:
+        weights += 1
+        requested = node.memory_nz_used + memory
         if allocatable and requested <= allocatable:
             total += (allocatable - requested) * MAX_NODE_SCORE // allocatable
     return total // weights if weights else 0
@@ -71,14 +78,13 @@ def balanced_score(node: Node, pod: Pod, profile: ScoringProfile) -> int:
 
 def _balance(node: Node, cpu: int, memory: int) -> int:
     """1 - the standard deviation of the node's requested fractions of cpu and memory (each capped at 1), as a
-    score: with two resources the deviation is half their difference; a resource the node has none of is left out."""
-    fractions = [
-        min((used + asked) / allocatable, 1.0)
-        for allocatable, used, asked in ((node.cpu, node.cpu_used, cpu), (node.memory, node.memory_used, memory))
-        if allocatable
-    ]
-    deviation = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0
-    return int((1 - deviation) * MAX_NODE_SCORE)
+    score: with two resources the deviation is half their difference; a resource the node has none of is left out
+    (and with one left, the deviation is 0)."""
+    if not (node.cpu and node.memory):
+        return MAX_NODE_SCORE
+    fraction_cpu = min((node.cpu_used + cpu) / node.cpu, 1.0)
+    fraction_memory = min((node.memory_used + memory) / node.memory, 1.0)
+    return int((1 - abs((fraction_cpu - fraction_memory) / 2)) * MAX_NODE_SCORE)
 
 
 def _least_allocated(pod: Pod, feasible: Sequence[Node], _: Sequence[Node], profile: ScoringProfile) -> list[int]:
