@@ -346,16 +346,18 @@ def generate(directory: Path, nodes: int, pods: int) -> dict[str, Path]:
 
 
 def _tree_memory(pid: int) -> tuple[int, int]:
-    """(resident KiB of a process and its descendants now, the largest peak any of them reached so far): the
-    reader forks a second process for a large file."""
+    """(KiB a process and its descendants hold now, the largest peak any one of them reached so far). The reader
+    forks a second process for a large file, which shares pages with the first: each page is counted once,
+    split between the processes that map it (the proportional set size)."""
     total, highest, todo = 0, 0, [pid]
     while todo:
         current = todo.pop()
         try:
             status = Path(f"/proc/{current}/status").read_text()
-            fields = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+)", status, re.M))
-            total += int(fields.get("VmRSS", 0))
-            highest = max(highest, int(fields.get("VmHWM", 0)))
+            found = re.search(r"^VmHWM:\s+(\d+)", status, re.M)
+            highest = max(highest, int(found.group(1)) if found else 0)
+            found = re.search(r"^Pss:\s+(\d+)", Path(f"/proc/{current}/smaps_rollup").read_text(), re.M)
+            total += int(found.group(1)) if found else 0
             for task in Path(f"/proc/{current}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except OSError:
@@ -364,9 +366,9 @@ def _tree_memory(pid: int) -> tuple[int, int]:
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, peak resident MiB) of one whole process with any process it forks: the largest sum of their
-    resident sets, sampled every 5 ms, and never less than the peak the kernel recorded for any one of them (the
-    process's own, at its end, counts the children it waited for)."""
+    """(wall seconds, peak MiB) of one whole process with any process it forks: the largest sum of their
+    proportional set sizes, sampled every 20 ms, and never less than the peak the kernel recorded for any one of
+    them (the process's own, at its end, counts the children it waited for)."""
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
     peak = 0
@@ -375,7 +377,7 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
         if pid:
             break
         peak = max(peak, *_tree_memory(process.pid))
-        time.sleep(0.005)
+        time.sleep(0.02)
     elapsed = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode not in (0, 1):

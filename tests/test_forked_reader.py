@@ -46,8 +46,8 @@ class _Forks:
         self.started = 0
         self.original = forked._Child.start
 
-    def __call__(self, read: Any) -> Any:
-        child = self.original(read)
+    def __call__(self, data: Any, read: Any) -> Any:
+        child = self.original(data, read)
         self.started += child is not None
         return child
 
@@ -100,7 +100,7 @@ def test_a_broken_item_in_either_half_is_reported_on_its_line(tmp_path: Path, ha
 
 
 def test_when_the_child_fails_this_process_reads_its_half(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(forked, "_run", lambda read, output: 1)  # the child exits 1 having written nothing
+    monkeypatch.setattr(forked, "_run", lambda data, read, output: 1)  # the child exits 1 having written nothing
     for _, text in _texts(_pods(5)):
         two, started = _on_two_cores(text)
         assert started == 1 and two == fast(text) and len(two) == 5
@@ -124,8 +124,8 @@ def test_stopping_early_stops_the_child() -> None:
     children: list[forked._Child] = []
     original = forked._Child.start
 
-    def keep(read: Any) -> Any:
-        child = original(read)
+    def keep(data: Any, read: Any) -> Any:
+        child = original(data, read)
         children.append(child)
         return child
 

@@ -146,7 +146,7 @@ def test_an_error_in_an_item_is_placed_on_its_line(tmp_path: Path) -> None:
 def test_a_file_is_read_from_its_mapping_and_its_pages_given_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(documents, "_RELEASE", 0)  # hand pages back after every item
+    monkeypatch.setattr(listing, "RELEASE", 0)  # hand pages back after every item
     items = [
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}" * 3000, "managedFields": [{"m": i}]}}
         for i in range(3)

@@ -235,9 +235,7 @@ def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int
             obj = item.obj if item.obj is not None else _strict_item(bytes(item.text), name)
             if obj is not None:
                 result.append(Source(obj, name, item.line))
-            if isinstance(data, mmap.mmap) and item.end - released > _RELEASE:
-                released = item.end - item.end % mmap.PAGESIZE
-                data.madvise(mmap.MADV_DONTNEED, 0, released)
+            released = listing.give_back(data, item.end, released)
     except listing.NotKubectl:
         return None
     finally:
@@ -262,9 +260,6 @@ def _strict_item(chunk: bytes, name: str) -> dict[str, Any] | None:
 #: `GPUSHARE_READER=pyyaml` reads every file with the strict reader, as before the List reader: for comparing the two
 #: (benchmarks/inputs.py) and as a way around the List reader should it ever misread a file.
 READER_ENV = "GPUSHARE_READER"
-
-#: How far reading runs ahead of handing an mmap'd file's pages back.
-_RELEASE = 1 << 24
 
 #: Bytes read to tell a List as kubectl writes it (read item by item) from any other file (read as a stream).
 _PEEK = 1 << 12

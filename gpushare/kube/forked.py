@@ -25,7 +25,7 @@ from typing import IO, Any, TypeVar
 
 import msgspec
 
-from gpushare.kube.listing import Buffer, Item, NotKubectl
+from gpushare.kube.listing import Buffer, Item, NotKubectl, give_back
 
 Unit = TypeVar("Unit")
 
@@ -56,7 +56,7 @@ def items(
     """Every unit's item, in order; for a large List, the first half read here while a child reads the second.
     `advance` is told the bytes read; while both halves are read, this half's stand for the child's as well."""
     half = len(units) // 2
-    child = _Child.start(lambda: read(units[half:])) if worthwhile(len(data)) and half else None
+    child = _Child.start(data, lambda: read(units[half:])) if worthwhile(len(data)) and half else None
     if child is None:
         for item in read(units):
             advance(len(item.text))
@@ -86,7 +86,7 @@ class _Child:
         self.status: int | None = None
 
     @classmethod
-    def start(cls, read: Callable[[], Iterator[Item]]) -> _Child | None:
+    def start(cls, data: Buffer, read: Callable[[], Iterator[Item]]) -> _Child | None:
         try:
             output = tempfile.TemporaryFile()  # noqa: SIM115 - the child writes it, close() closes it
         except OSError:
@@ -97,7 +97,7 @@ class _Child:
             output.close()
             return None
         if pid == 0:  # pragma: no cover - runs in the child, which reports by its exit code
-            os._exit(_run(read, output))
+            os._exit(_run(data, read, output))
         return cls(pid, output)
 
     def received(self, data: Buffer) -> Iterator[Item] | None:
@@ -123,14 +123,16 @@ class _Child:
         self.output.close()
 
 
-def _run(read: Callable[[], Iterator[Item]], output: IO[bytes]) -> int:  # pragma: no cover - the child
+def _run(data: Buffer, read: Callable[[], Iterator[Item]], output: IO[bytes]) -> int:  # pragma: no cover - child
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         encoder = msgspec.msgpack.Encoder()
         batch: list[tuple[int, int, int, Any]] = []
+        released = 0
         for item in read():
             batch.append((item.line, item.end - len(item.text), item.end, item.obj))
+            released = give_back(data, item.end, released)
             if len(batch) == _BATCH:
                 _write(output, encoder.encode(batch))
                 batch = []

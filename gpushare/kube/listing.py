@@ -89,6 +89,19 @@ def ambiguous(chunk: bytes) -> bool:
 Buffer = bytes | mmap.mmap
 
 
+#: How far reading runs ahead of handing an mmap'd file's pages back.
+RELEASE = 1 << 24
+
+
+def give_back(data: Buffer, end: int, released: int) -> int:
+    """Hand an mmap'd file's pages before `end` back to the system once 16 MiB were read since the last time, so
+    memory holds what is kept, not the file as well; the offset released up to."""
+    if isinstance(data, mmap.mmap) and end - released > RELEASE:
+        released = end - end % mmap.PAGESIZE
+        data.madvise(mmap.MADV_DONTNEED, 0, released)
+    return released
+
+
 class NotKubectl(Exception):
     """The text is not laid out as the fast reader needs after all: read the whole file the strict way."""
 
