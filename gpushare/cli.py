@@ -407,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
     # A command is one pass that lets go of what it read by reference counting (objects, nodes and pods hold no
-    # cycles); the cyclic collector would only walk the growing heap again and again: a third of a large `place`.
+    # cycles); the cyclic collector would only walk the growing heap again and again: 29% of a large `place`.
     collecting = gc.isenabled()
     gc.disable()
     try:
