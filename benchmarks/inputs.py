@@ -7,7 +7,8 @@ writes them (each its own name, labels, uid, env, volumes, probes, status condit
 
 - `gpushare place --nodes nodes.F pods.F -o json` from YAML and from JSON (pods/s, whole process);
 - `gpushare validate pods.yaml` (objects/s);
-- peak memory of each (the process's maximum resident set) against the input's size.
+- peak memory of each (with the reader it forks for a large file: their proportional set sizes summed) against
+  the input's size.
 
 Targets: place >= 20,000 pods/s from YAML, >= 50,000 pods/s from JSON; validate >= 25,000 objects/s from YAML;
 peak memory <= 3x the input.
