@@ -399,6 +399,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     gpushare = [sys.executable, "-m", "gpushare"]
+    print(subprocess.run([*gpushare, "--version"], capture_output=True, text=True).stdout.strip())
     upstream = ["-o", "json", "-q", "--semantics", "upstream", "--scheduler-name", "default-scheduler"]
     per_item: dict[str, list[tuple[int, float]]] = {}
     for pods in (int(p) for p in args.pods.split(",")):

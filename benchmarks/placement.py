@@ -13,6 +13,8 @@ them. Workloads of about 6 pods per GPU, so the fleet fills and the tail stays p
 Prints pods/s of the fast engine at 1k, 4k, 16k and 64k GPUs (100,000 pods at 16k GPUs: 2,000 nodes) and the cost
 per pod, the reference engine's rate on a small fleet, and peak memory. Target: >= 50,000 pods/s at 2,000 nodes
 with scoring on (upstream), cost per pod growing at most logarithmically with the fleet.
+Measures the installed gpushare (`pip install .` compiles the engine; an editable install runs its source) and
+says which it ran.
 Usage: python benchmarks/placement.py [--quick] [--only ack|deployments|pods]
 """
 
@@ -24,14 +26,12 @@ import resource
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpushare.domain.kubescheduler import scoring_profile
 from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
 from gpushare.kube.documents import Source
+from gpushare.placement import compiled
 from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
 from gpushare.placement.run import run
@@ -194,6 +194,8 @@ def main() -> int:
     parser.add_argument("--only", choices=tuple(CASES), action="append", help="run only these cases")
     args = parser.parse_args()
     scale = 8 if args.quick else 1
+    # the installed gpushare: a wheel's engine is compiled by mypyc, an editable install's is its Python source
+    print(f"placement engine: {'compiled by mypyc' if compiled() else 'Python source'}")
     for case in args.only or CASES:
         semantics, _ = CASES[case]
         print(

@@ -218,10 +218,24 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Version(argparse.Action):
+    """`--version`, saying too whether the placement engine is compiled (loaded only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from gpushare.placement import compiled
+
+        engine = "compiled by mypyc" if compiled() else "Python source"
+        print(f"gpushare {__version__} (placement engine: {engine})")
+        parser.exit()
+
+
 def parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line parser; with `only`, just that subcommand's arguments (the others are named, not built)."""
     p = _Parser(prog="gpushare", description="GPU sharing on Kubernetes: installer generator, rules, dry-run.")
-    p.add_argument("--version", action="version", version=f"gpushare {__version__}")
+    p.add_argument("--version", action=_Version, help="show the version and which placement engine runs, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (summary, description) in COMMANDS.items():
         command = sub.add_parser(name, help=summary, description=description)

@@ -246,7 +246,7 @@ class Pod:
 def with_changes(pod: Pod, **changes: Any) -> Pod:
     """`dataclasses.replace` for the hot paths (each replica of a controller): the pod's fields copied with some
     changed, without running __init__ again. Pod has no __post_init__ to skip; its label maps are made again."""
-    copy = object.__new__(Pod)
+    copy = Pod.__new__(Pod)  # (object.__new__ is refused for a class compiled by mypyc)
     for name in _FIELDS:
         object.__setattr__(copy, name, changes[name] if name in changes else getattr(pod, name))
     object.__setattr__(copy, "_maps", {})

@@ -1,0 +1,113 @@
+"""The placement engine compiled by mypyc (setup.py) answers exactly as its Python source does, and CI tests the
+build users install: tox installs a wheel, in which the engine is compiled."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gpushare
+from gpushare.placement import compiled
+
+REPO = Path(__file__).resolve().parent.parent
+#: The source tree, importable as it is: never compiled (setup.py compiles into the wheel only).
+SOURCE = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def _gpushare(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run from the filesystem root: `python -m` puts the working directory first on the path, and in the
+    repository that would be the source tree, not the installed build."""
+    command = [sys.executable, "-m", "gpushare", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd="/")
+
+
+def test_version_says_which_engine_runs() -> None:
+    shown = _gpushare(["--version"])
+    engine = "compiled by mypyc" if compiled() else "Python source"
+    assert shown.returncode == 0 and shown.stdout == f"gpushare {gpushare.__version__} (placement engine: {engine})\n"
+    source = _gpushare(["--version"], SOURCE)
+    assert source.stdout.endswith("(placement engine: Python source)\n")
+
+
+@pytest.mark.skipif(os.environ.get("CI") != "true", reason="CI installs the wheel; a developer's tree is editable")
+def test_ci_runs_the_compiled_engine() -> None:
+    assert compiled(), f"the engine was not compiled: {gpushare.__file__}"
+
+
+def _fleet(tmp_path: Path, seed: int) -> tuple[Path, Path]:
+    rng = random.Random(seed)
+    nodes = []
+    for i in range(rng.randint(20, 60)):
+        gpus = rng.choice([1, 2, 4, 8])
+        capacity = {
+            "cpu": str(rng.choice([16, 64, 192])),
+            "memory": f"{rng.choice([64, 512, 1536])}Gi",
+            "pods": "110",
+            "aliyun.com/gpu-mem": str(gpus * rng.choice([16, 24, 80])),
+            "aliyun.com/gpu-count": str(gpus),
+        }
+        labels = {"kubernetes.io/hostname": f"n{i}", "topology.kubernetes.io/zone": f"z{i % 3}"}
+        labels["ack.node.gpu.schedule"] = rng.choice(["share", "share", "cgpu"])
+        spec: dict[str, Any] = {}
+        if rng.random() < 0.2:
+            spec["taints"] = [{"key": "busy", "value": "yes", "effect": "PreferNoSchedule"}]
+        nodes.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{i}", "labels": labels},
+                "spec": spec,
+                "status": {"capacity": capacity, "allocatable": capacity},
+            }
+        )
+    workloads = []
+    for i in range(rng.randint(20, 40)):
+        container = {
+            "name": "c",
+            "image": f"img{rng.randint(0, 3)}",
+            "resources": {
+                "limits": {"aliyun.com/gpu-mem": rng.choice([1, 2, 4, 8, 16])},
+                "requests": {"cpu": rng.choice(["500m", "1", "4"]), "memory": rng.choice(["1Gi", "8Gi"])},
+            },
+        }
+        template = {"metadata": {"labels": {"app": f"a{i}"}}, "spec": {"containers": [container]}}
+        if rng.random() < 0.5:
+            workloads.append(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": f"d{i}", "namespace": "ml"},
+                    "spec": {
+                        "replicas": rng.randint(1, 30),
+                        "selector": {"matchLabels": {"app": f"a{i}"}},
+                        "template": template,
+                    },
+                }
+            )
+        else:
+            workloads.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", **template["metadata"]},
+                              "spec": template["spec"]})  # fmt: skip
+    node_file, workload_file = tmp_path / f"nodes{seed}.json", tmp_path / f"workloads{seed}.json"
+    node_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+    workload_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": workloads}))
+    return node_file, workload_file
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("semantics", ["ack", "upstream"])
+def test_the_installed_engine_answers_as_the_source_does(tmp_path: Path, seed: int, semantics: str) -> None:
+    """On a developer's editable tree both runs are the source; in CI the first is the compiled wheel."""
+    nodes, workloads = _fleet(tmp_path, seed)
+    args = ["place", "--nodes", str(nodes), str(workloads), "-o", "json", "--semantics", semantics]
+    args += ["--scheduler-name", "default-scheduler"]
+    installed, source = _gpushare(args), _gpushare(args, SOURCE)
+    assert installed.returncode == source.returncode == 0, installed.stderr + source.stderr
+    assert installed.stdout == source.stdout
+    assert json.loads(installed.stdout)["summary"]["placed"] > 0
