@@ -16,7 +16,8 @@ import sys
 
 from setuptools import setup
 
-#: The modules `place` spends its time in, compiled together (they call one another natively).
+#: The modules `place` spends its time in, compiled together (they call one another natively): the engine, and
+#: the model it is built from.
 COMPILED = [
     "gpushare/placement/capacity.py",
     "gpushare/placement/engine.py",
@@ -31,13 +32,19 @@ COMPILED = [
     "gpushare/placement/spreading.py",
     "gpushare/domain/kubescheduler.py",
     "gpushare/kube/selectors.py",
+    "gpushare/placement/inputs.py",
+    "gpushare/kube/workloads.py",
+    "gpushare/kube/nodes.py",
+    "gpushare/domain/quantity.py",
 ]
 
 
 def _extensions() -> list[object]:
-    # An editable install runs the source tree: a compiled module there would shadow every later edit of its source.
+    # Only a build compiles (pip runs this file for the metadata first, twice). An editable install runs the source
+    # tree: a compiled module there would shadow every later edit of its source.
+    building = any(command in sys.argv for command in ("bdist_wheel", "build", "build_ext", "install"))
     editable = any(command in sys.argv for command in ("editable_wheel", "develop"))
-    if os.environ.get("GPUSHARE_COMPILE") == "0" or editable:
+    if os.environ.get("GPUSHARE_COMPILE") == "0" or editable or not building:
         return []
     try:
         from mypyc.build import mypycify

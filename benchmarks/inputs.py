@@ -366,13 +366,18 @@ def _tree_memory(pid: int) -> tuple[int, int]:
     return total, highest
 
 
+#: Where the processes run: `python -m` puts the working directory first on the path, and in the repository that
+#: would run its source tree rather than the installed gpushare (whose engine a wheel has compiled).
+_OUTSIDE = "/"
+
+
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, peak MiB) of one whole process with any process it forks: the largest sum of their
     proportional set sizes, sampled every 100 ms (reading them is not free: every 20 ms cost a large run 20%),
     and never less than the peak the kernel recorded for any one of them (the process's own, at its end, counts
     the children it waited for)."""
     started = time.perf_counter()
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, cwd=_OUTSIDE)
     peak = 0
     while True:
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -399,12 +404,12 @@ def main() -> int:
     )
     args = parser.parse_args()
     gpushare = [sys.executable, "-m", "gpushare"]
-    print(subprocess.run([*gpushare, "--version"], capture_output=True, text=True).stdout.strip())
+    print(subprocess.run([*gpushare, "--version"], capture_output=True, text=True, cwd=_OUTSIDE).stdout.strip())
     upstream = ["-o", "json", "-q", "--semantics", "upstream", "--scheduler-name", "default-scheduler"]
     per_item: dict[str, list[tuple[int, float]]] = {}
     for pods in (int(p) for p in args.pods.split(",")):
         started = time.perf_counter()
-        files = generate(args.dir, args.nodes, pods)
+        files = generate(args.dir.resolve(), args.nodes, pods)
         print(
             f"\n{pods:,} pods, inputs in {args.dir} ({time.perf_counter() - started:.0f}s): "
             + ", ".join(f"{k} {v.stat().st_size / 2**20:.0f} MiB" for k, v in files.items())

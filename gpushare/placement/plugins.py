@@ -21,7 +21,7 @@ from gpushare.placement.model import Gpu, Node, Pod, Semantics, Taint
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 GPU_ONE_DEVICE = "Insufficient GPU Memory in one device"
-UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+UNSCHEDULABLE_TAINT: Taint = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 FilterFn = Callable[[Node, Pod, Semantics, Cycle | None], list[str]]
 
