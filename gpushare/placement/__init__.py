@@ -15,5 +15,5 @@ __all__ = ["Assignment", "Invalid", "Pending", "PlacementResult", "Semantics", "
 
 def compiled() -> bool:
     """Whether the engine runs compiled by mypyc (a wheel built where a C compiler worked; see setup.py) or as
-    Python source (an editable install, or no compiler): the same results, about twice the speed compiled."""
+    Python source (an editable install, or no compiler): the same results, two to four times the speed compiled."""
     return not str(_engine.__file__).endswith(".py")
