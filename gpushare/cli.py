@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import re
 import signal
@@ -13,7 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpushare import __version__
+from gpushare import __version__, collector
 from gpushare.domain import cgpu, kinds, profiles
 from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.profiles import MIB_PER_UNIT
@@ -420,12 +419,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line; SIGINT and SIGTERM end it with one line, exit 130 and 143, output files untouched."""
     in_main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
-    # A command is one pass that lets go of what it read by reference counting (objects, nodes and pods hold no
-    # cycles); the cyclic collector would only walk the growing heap again and again: 29% of a large `place`.
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        return _main(argv)
+        with collector.paused():
+            return _main(argv)
     except KeyboardInterrupt:
         print("gpushare: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -433,8 +429,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gpushare: terminated", file=sys.stderr)
         return EXIT_TERMINATED
     finally:
-        if collecting:
-            gc.enable()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
+from gpushare import collector
 from gpushare.domain import kubescheduler
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_documents
@@ -67,7 +68,7 @@ def run(
     runner = fast_engine.place if engine == "fast" else reference.place
     served = semantics.served_scheduler
     valid = [p for p in inventory.new if not p.invalid and (p.scheduler_name == served or not p.wants_gpu)]
-    with progress(len(valid), "pods", show_progress) as tick:
+    with collector.paused(), progress(len(valid), "pods", show_progress) as tick:
         result = runner(inventory.nodes, valid, semantics, dict(node_order or {}), explain, tick)
     result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in inventory.new if p.invalid]
     result.not_served = [

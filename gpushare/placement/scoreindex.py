@@ -227,17 +227,27 @@ class View:
         totals = [-entry[1][0] for _, entry in found]
         # a part alike on every group shifts every total alike: it changes neither the winner nor the ties
         for weight, part, reverse in ((self.w_taint, 0, True), (self.w_affinity, 1, False)):
+            if not weight:
+                continue
             raws = [key[part] for key, _ in found]
-            if weight and min(raws) != max(raws):
+            if min(raws) != max(raws):
                 for i, score in enumerate(scoring.default_normalize(raws, reverse=reverse)):
                     totals[i] += weight * score
         if spread is not None and self.w_spread:
             for i, score in enumerate(spread.scores(found)):
                 totals[i] += self.w_spread * score
         top = max(totals)
-        tied = [entry for (_, entry), total in zip(found, totals, strict=True) if total == top]
-        winner = min(best[1:] for _, best, _ in tied)  # (-GPU room, name, id): `scoring.tie_break`
-        return winner[2], sum(ties for _, _, ties in tied)
+        winner: Key | None = None
+        tied = 0
+        for i in range(len(found)):
+            if totals[i] == top:
+                _, best, ties = found[i][1]
+                tied += ties
+                # the first by (-GPU room, name, id): `scoring.tie_break`
+                if winner is None or best[1] < winner[1] or (best[1] == winner[1] and best[2:] < winner[2:]):
+                    winner = best
+        assert winner is not None
+        return winner[3], tied
 
     def reasons(self, r: int) -> Counter[str]:
         """Why no member takes a request of r, per reason as FitError counts them: what the dropped members lack,
@@ -405,30 +415,39 @@ class Spread:
         """PodTopologySpread's normalised scores of the feasible groups."""
         view = self.view
         constraints, keys, host, zone = self.pod.spread, view.keys, view.host, view.zone
-        hosts, values = 0, [set[str]() for _ in zone]
+        hosts = 0
+        values = [set[str]() for _ in zone]
         for key, entry in found:
             if not key[4]:
                 hosts += entry[0]
-                for j, value in enumerate(key[2]):
-                    values[j].add(value or "")
+                on_zone = key[2]
+                for j in range(len(zone)):
+                    values[j].add(on_zone[j] or "")
         domains = [0] * len(constraints)
-        for j, i in enumerate(zone):
-            domains[i] = len(values[j])
+        for j in range(len(zone)):
+            domains[zone[j]] = len(values[j])
         weights = scoring.spread_weights(keys, hosts, domains)
-        raw = []
+        raw = [0] * len(found)
+        ignored = [False] * len(found)
         on: list[str | None] = [None] * len(constraints)
         counts = [0] * len(constraints)
-        for key, _ in found:
+        for g in range(len(found)):
+            key = found[g][0]
             if key[4]:
-                raw.append(0)
+                ignored[g] = True
                 continue
-            for j, i in enumerate(host):
-                on[i], counts[i] = ("" if key[3] else None), key[5][j]
-            for j, i in enumerate(zone):
-                on[i] = value = key[2][j]
+            has_host = "" if key[3] else None
+            on_host = key[5]
+            for j in range(len(host)):
+                i = host[j]
+                on[i], counts[i] = has_host, on_host[j]
+            on_zone = key[2]
+            for j in range(len(zone)):
+                i = zone[j]
+                on[i] = value = on_zone[j]
                 counts[i] = self.domains.get((keys[i], value or ""), 0)
-            raw.append(scoring.spread_raw(constraints, on, counts, weights, view.profile))
-        return scoring.normalize_spread(raw, [key[4] for key, _ in found])
+            raw[g] = scoring.spread_raw(constraints, on, counts, weights, view.profile)
+        return scoring.normalize_spread(raw, ignored)
 
 
 class ScoreIndex:

@@ -215,28 +215,35 @@ def spread_raw(
     profile: ScoringProfile,
 ) -> int:
     """A node's raw PodTopologySpread score: for each constraint whose key the node has (`values`), the matching
-    pods in its domain times the constraint's weight, plus maxSkew - 1; truncated, or rounded from 1.24."""
+    pods in its domain times the constraint's weight, plus maxSkew - 1; truncated, or rounded from 1.24. (Summed in
+    the constraints' order, as the scheduler sums: float addition is not associative.)"""
     score = 0.0
-    for c, value, count, weight in zip(constraints, values, counts, weights, strict=True):
-        if value is not None:
-            score += count * weight + (c.max_skew - 1)
+    for i in range(len(constraints)):
+        if values[i] is not None:
+            score += counts[i] * weights[i] + (constraints[i].max_skew - 1)
     return go_round(score) if profile.spread_rounds else int(score)
 
 
 def normalize_spread(raw: list[int], ignored: list[bool]) -> list[int]:
     """PodTopologySpread.NormalizeScore: 100 * (max + min - score) / max over the nodes not ignored."""
-    counted = [s for s, skip in zip(raw, ignored, strict=True) if not skip]
+    counted = False
+    low = high = 0
+    for i in range(len(raw)):
+        if not ignored[i]:
+            s = raw[i]
+            if not counted:
+                counted, low, high = True, s, s
+            elif s < low:
+                low = s
+            elif s > high:
+                high = s
+    result = [0] * len(raw)
     if not counted:
-        return [0] * len(raw)
-    low, high = min(counted), max(0, max(counted))
-    result = []
-    for s, skip in zip(raw, ignored, strict=True):
-        if skip:
-            result.append(0)
-        elif high == 0:
-            result.append(MAX_NODE_SCORE)
-        else:
-            result.append(MAX_NODE_SCORE * (high + low - s) // high)
+        return result
+    high = max(0, high)
+    for i in range(len(raw)):
+        if not ignored[i]:
+            result[i] = MAX_NODE_SCORE if high == 0 else MAX_NODE_SCORE * (high + low - raw[i]) // high
     return result
 
 

@@ -1,0 +1,24 @@
+"""Python's cyclic garbage collector, paused for one pass over a large input.
+
+A command, or one placement run, allocates millions of small objects that live until it ends and hold no reference
+cycles, so reference counting frees them. The collector, triggered by those allocations, would walk the growing
+heap again and again to find nothing: 29% of a large `place`, a fifth of the engine's time on 100,000 pods.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """The collector off for the block and back on after it, if it was on; nested pauses leave it to the outer."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
