@@ -10,7 +10,7 @@ them. Workloads of about 6 pods per GPU, so the fleet fills and the tail stays p
   (LeastAllocated, BalancedAllocation, PodTopologySpread's default spreading of each Deployment's replicas...).
 - upstream, bare Pods: every pod its own object, of its own size, cpu and memory, no controller.
 
-Prints pods/s of the fast engine at 1k, 4k, 16k and 64k GPUs (100,000 pods at 16k GPUs: 2,000 nodes) and the cost
+Prints pods/s of the fast engine at 1k, 4k, 16k and 64k GPUs (102,400 pods at 16k GPUs: 2,048 nodes) and the cost
 per pod, the reference engine's rate on a small fleet, and peak memory. Target: >= 50,000 pods/s at 2,000 nodes
 with scoring on (upstream), cost per pod growing at most logarithmically with the fleet.
 Measures the installed gpushare (`pip install .` compiles the engine; an editable install runs its source) and
