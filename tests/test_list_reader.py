@@ -215,6 +215,12 @@ def test_trim_keeps_what_gpushare_reads_and_only_cgpu_env() -> None:
         (b"  x: 2024-01-01\n", True),
         (b"  x: [1]\n", True),
         (b"  x: []\n", False),
+        # every YAML 1.1 word, and words that only start like one
+        *((b"  x: " + word + b"\n", True) for word in b"y Y yes Yes YES n N no No NO on On ON off Off OFF".split()),
+        *((b"  x: " + word + b"\n", True) for word in b"True TRUE False FALSE Null NULL ~".split()),
+        *((b"  " + word + b": x\n", True) for word in b"yes No ON ~".split()),
+        *((b"  x: " + word + b"\n", False) for word in b"true false null yEs nO oN Yesterday none off-peak".split()),
+        *((b"  " + word + b": x\n", False) for word in b"name namespace fieldsType operation time type".split()),
     ],
 )
 def test_the_guard(chunk: bytes, risky: bool) -> None:
