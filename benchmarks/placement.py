@@ -31,7 +31,7 @@ from typing import Any
 from gpushare.domain.kubescheduler import scoring_profile
 from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
 from gpushare.kube.documents import Source
-from gpushare.placement import compiled
+from gpushare.placement import engine_build
 from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
 from gpushare.placement.run import run
@@ -195,7 +195,7 @@ def main() -> int:
     args = parser.parse_args()
     scale = 8 if args.quick else 1
     # the installed gpushare: a wheel's engine is compiled by mypyc, an editable install's is its Python source
-    print(f"placement engine: {'compiled by mypyc' if compiled() else 'Python source'}")
+    print(f"placement engine: {engine_build()}")
     for case in args.only or CASES:
         semantics, _ = CASES[case]
         print(

@@ -224,10 +224,9 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        from gpushare.placement import compiled
+        from gpushare.placement import engine_build
 
-        engine = "compiled by mypyc" if compiled() else "Python source"
-        print(f"gpushare {__version__} (placement engine: {engine})")
+        print(f"gpushare {__version__} (placement engine: {engine_build()})")
         parser.exit()
 
 

@@ -10,10 +10,25 @@ from gpushare.placement.model import Semantics
 from gpushare.placement.result import Assignment, Invalid, Pending, PlacementResult
 from gpushare.placement.run import place, place_files
 
-__all__ = ["Assignment", "Invalid", "Pending", "PlacementResult", "Semantics", "compiled", "place", "place_files"]
+__all__ = [
+    "Assignment",
+    "Invalid",
+    "Pending",
+    "PlacementResult",
+    "Semantics",
+    "compiled",
+    "engine_build",
+    "place",
+    "place_files",
+]
 
 
 def compiled() -> bool:
     """Whether the engine runs compiled by mypyc (a wheel built where a C compiler worked; see setup.py) or as
     Python source (an editable install, or no compiler): the same results, two to four times the speed compiled."""
     return not str(_engine.__file__).endswith(".py")
+
+
+def engine_build() -> str:
+    """How the engine runs, in the words `gpushare --version` and the benchmarks print."""
+    return "compiled by mypyc" if compiled() else "Python source"
