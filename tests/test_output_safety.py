@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpushare import output
 from gpushare.cli import main
-from gpushare.generate.output import HEADER, MARKER
+from gpushare.output import HEADER, MARKER
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -255,3 +256,23 @@ def test_render_quiet_prints_warnings_only(tmp_path: Path) -> None:
         "--quiet", "--kube-version", "v1.28.99", "--scheduler-mode", "secondary", "--profile", "open-source"
     )
     assert warned.returncode == 0 and warned.stderr.startswith("gpushare: warning:") and "wrote" not in warned.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("m.yaml", b"apiVersion: v1\nkind: ConfigMap\n"),
+        ("p.svg", b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"></svg>\n'),
+        ("p.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 40 + b"\x00\x00\x00\x00IEND\xaeB`\x82"),
+    ],
+)
+def test_a_sealed_file_is_gpushares_until_one_byte_changes(tmp_path: Path, name: str, body: bytes) -> None:
+    target = tmp_path / name
+    target.write_bytes(output.seal(name, body))
+    assert output._file_is_ours(target)
+    sealed = target.read_bytes()
+    for i in range(len(sealed)):
+        target.write_bytes(sealed[:i] + bytes([sealed[i] ^ 1]) + sealed[i + 1 :])
+        assert not output._file_is_ours(target), f"byte {i} changed, still taken for gpushare's"
+    target.write_bytes(body)  # the same content without its seal: the user's
+    assert not output._file_is_ours(target)

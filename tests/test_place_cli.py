@@ -352,6 +352,33 @@ def test_plot(fleet: Path, capsys: pytest.CaptureFixture[str], suffix: str) -> N
     assert data.startswith(b"\x89PNG") if suffix == "png" else b"<svg" in data[:500]
 
 
+@pytest.mark.parametrize("suffix", ["png", "svg"])
+def test_plot_never_overwrites_a_file_gpushare_did_not_write(
+    fleet: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    """A picture gpushare wrote is replaced by the next run; a user's file, or a picture edited since, is refused
+    before any work: one line naming --plot, exit 2, nothing printed, the file as it was."""
+    import xml.etree.ElementTree as ET
+
+    import matplotlib.image
+
+    target = fleet / f"p.{suffix}"
+    args = ["place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"), "--plot", str(target)]
+    assert run(capsys, *args)[0] == 0
+    first = target.read_bytes()
+    if suffix == "png":  # still a picture every reader takes, with the seal among its chunks
+        assert matplotlib.image.imread(target).shape[2] == 4
+    else:
+        assert ET.fromstring(first).tag.endswith("svg")
+    assert run(capsys, *args)[0] == 0  # its own picture: written again
+    for mine in (b"my picture", first[:-20] + b"edited" + first[-20:]):
+        target.write_bytes(mine)
+        code, out, err = run(capsys, *args)
+        assert (code, out) == (2, "") and err.count("\n") == 1 and "--plot" in err and str(target) in err
+        assert target.read_bytes() == mine
+        assert sorted(p.name for p in fleet.iterdir() if p.name.startswith(".p.")) == []  # no temporary left
+
+
 def test_plot_tells_running_from_new_pods(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Memory held before the run and memory the run placed are drawn apart, and a legend says which is which."""
     from gpushare.placement import plot

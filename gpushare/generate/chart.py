@@ -13,9 +13,9 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from gpushare import __version__
+from gpushare import __version__, output
 from gpushare.domain import profiles, versions
-from gpushare.generate import controlplane, output
+from gpushare.generate import controlplane
 from gpushare.generate.components import cgpu
 from gpushare.generate.notes import notes
 from gpushare.generate.stack import Stack

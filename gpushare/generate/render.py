@@ -13,9 +13,9 @@ from gpushare.errors import InputError
 from gpushare.generate import controlplane
 from gpushare.generate.chart import chart_files
 from gpushare.generate.notes import notes
-from gpushare.generate.output import Plan, write_file, write_tree
 from gpushare.generate.stack import Stack
 from gpushare.generate.template import dump_all
+from gpushare.output import Plan, write_file, write_tree
 from gpushare.policy.engine import Finding
 from gpushare.policy.validate import enforce
 from gpushare.settings.load import build_settings

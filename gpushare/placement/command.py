@@ -18,7 +18,7 @@ from gpushare.kube.workloads import WORKLOAD_KINDS, unnamed
 from gpushare.placement import compare as comparing
 from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
-from gpushare.placement.plot import write_plot
+from gpushare.placement.plot import plot_target, write_plot
 from gpushare.placement.report import inspect_text, summary, to_dict, to_text
 from gpushare.placement.run import run
 from gpushare.progress import wanted
@@ -142,6 +142,8 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
     if req.input_unit is not None and req.input_unit not in MIB_PER_UNIT:
         raise InputError("--gpu-memory-unit", req.input_unit, f"one of {', '.join(MIB_PER_UNIT)}")
     specs = comparing.parse(req.compare)
+    if req.plot:
+        plot_target(req.plot)  # a name it cannot take, or a file of the user's there: refused before any work
     inputs = _inputs(req)
     profile, notes = scheduler_profile(req.kube_version, req.scheduler_config_api, inputs.version)
     base = replace(req.semantics, scheduler=profile)

@@ -3,8 +3,10 @@ run placed."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from gpushare import output
 from gpushare.errors import InputError
 from gpushare.placement.result import PlacementResult
 
@@ -12,11 +14,24 @@ from gpushare.placement.result import PlacementResult
 RUNNING, NEW, FREE, UNHEALTHY = "#4a5568", "#ed8936", "#f7fafc", "#bbbbbb"
 
 
-def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = 400) -> Path:
-    """PNG or SVG by the file's suffix. Unhealthy GPUs are hatched grey; fleets over `max_nodes` show the first ones."""
+#: The flag the picture's path comes from, named in messages about it.
+FLAG = "--plot"
+
+
+def plot_target(path: str | Path) -> Path:
+    """The picture's path, refused before any work when gpushare cannot or may not write it: not a .png or .svg
+    name, or a file there that gpushare did not write (or that was changed since; `place` has no --force)."""
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg"):
-        raise InputError("--plot", str(path), "a .png or .svg file name")
+        raise InputError(FLAG, str(path), "a .png or .svg file name")
+    output.plan(path, tree=False, field=FLAG, force_flag=None)
+    return path
+
+
+def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = 400) -> Path:
+    """PNG or SVG by the file's suffix, written atomically and sealed as gpushare's (`gpushare.output`). Unhealthy
+    GPUs are hatched grey; fleets over `max_nodes` show the first ones."""
+    path = plot_target(path)
     try:
         import matplotlib
 
@@ -72,7 +87,7 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = 400) 
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
     figure.tight_layout(rect=(0, 0.07, 1, 1))  # room for the legend below
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
+    picture = io.BytesIO()
+    figure.savefig(picture, format=path.suffix.lower()[1:])
     plt.close(figure)
-    return path
+    return output.write_file(path, picture.getvalue(), field=FLAG, force_flag=None).target

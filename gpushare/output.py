@@ -1,8 +1,9 @@
 """Writing results: atomically, and never over anything gpushare did not write.
 
 A target is written only when it is missing, empty, or a previous gpushare output whose files are as gpushare
-wrote them: a tree carries a marker (`.gpushare-output.json`, each file's sha256), a single manifests file a
-first-line header with the sha256 of the rest. Anything else (a user's file or folder, a chart with edits, a
+wrote them: a tree carries a marker (`.gpushare-output.json`, each file's sha256), a single file a seal with the
+sha256 of the rest (`seal`: a manifests file its first line, an SVG picture a closing comment, a PNG one a text
+chunk before its end). Anything else (a user's file or folder, a chart with edits, a
 symbolic link) is refused naming the path, unless `force`: then the old target is renamed to a sibling backup
 that the message names, never deleted. Paths a slip of the keyboard can reach (`''`, `.`, `/`, the home
 directory, the current directory and its ancestors) are refused even with `force`. The last component of the
@@ -18,8 +19,10 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,9 +53,45 @@ def _marker(files: dict[str, str]) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def with_header(text: str) -> str:
-    """A manifests file as written: the header says it is gpushare's and what it held."""
-    return f"{HEADER}{_sha(text)}\n{text}"
+#: The seal of an SVG picture: a comment after its root element, where XML allows one.
+TRAILER = "<!-- gpushare output, sha256 of what precedes: "
+#: A PNG picture's last chunk, which its seal goes before.
+_IEND = b"\x00\x00\x00\x00IEND\xaeB`\x82"
+_PNG_KEYWORD = b"gpushare-sha256"
+
+
+def _png_text(keyword: bytes, text: str) -> bytes:
+    """A PNG tEXt chunk: length, type, keyword NUL text, CRC of type and data."""
+    data = keyword + b"\0" + text.encode("latin-1")
+    return struct.pack(">I", len(data)) + b"tEXt" + data + struct.pack(">I", zlib.crc32(b"tEXt" + data))
+
+
+def seal(name: str | Path, body: bytes) -> bytes:
+    """The file as gpushare writes it: `body` and a seal in the file's own format saying it is gpushare's and what
+    it held, so a later run may replace it while it is unchanged and refuses to once anyone edited it."""
+    suffix = Path(name).suffix.lower()
+    if suffix == ".png":
+        if not body.endswith(_IEND):
+            raise ValueError("a PNG picture ends with its IEND chunk")
+        image = body[: -len(_IEND)]
+        return image + _png_text(_PNG_KEYWORD, hashlib.sha256(image).hexdigest()) + _IEND
+    digest = hashlib.sha256(body).hexdigest()
+    if suffix == ".svg":
+        return body + f"{TRAILER}{digest} -->\n".encode()
+    return f"{HEADER}{digest}\n".encode() + body
+
+
+def _sealed_body(name: str | Path, data: bytes) -> bytes | None:
+    """What a file sealed by gpushare held before its seal, if it carries one where `seal` puts it."""
+    suffix = Path(name).suffix.lower()
+    if suffix == ".png":
+        size = len(_png_text(_PNG_KEYWORD, "0" * 64)) + len(_IEND)
+        return data[:-size] + _IEND if len(data) > size else None
+    if suffix == ".svg":
+        start = data.rfind(TRAILER.encode())
+        return data[:start] if start >= 0 else None
+    first, newline, rest = data.partition(b"\n")
+    return rest if newline and first.startswith(HEADER.encode()) else None
 
 
 def _absolute(target: Path) -> Path:
@@ -61,16 +100,16 @@ def _absolute(target: Path) -> Path:
     return absolute.parent.resolve() / absolute.name if absolute.name else absolute
 
 
-def _never(raw: str, target: Path) -> None:
+def _never(raw: str, target: Path, field: str) -> None:
     """Paths refused even with force: one slip there would replace a home, a project or a whole disk."""
     if raw.strip() in ("", ".", "..", "/", "~"):
-        raise InputError("--output", raw, "a new or gpushare-written path, not the current, parent or root directory")
+        raise InputError(field, raw, "a new or gpushare-written path, not the current, parent or root directory")
     resolved = target.resolve()
     cwd = Path.cwd().resolve()
     protected = {cwd, *cwd.parents, Path.home().resolve(), Path(resolved.anchor)}
     if resolved in protected:
         raise InputError(
-            "--output", raw, f"a path other than {resolved}: the root, home and current directory and its parents"
+            field, raw, f"a path other than {resolved}: the root, home and current directory and its parents"
         )
 
 
@@ -105,12 +144,11 @@ def _tree_is_ours(target: Path) -> bool:
 
 def _file_is_ours(target: Path) -> bool:
     try:
-        with target.open(encoding="utf-8") as handle:
-            first = handle.readline()
-            rest = handle.read()
-    except (OSError, UnicodeDecodeError):
+        data = target.read_bytes()
+    except OSError:
         return False
-    return first.startswith(HEADER) and first[len(HEADER) :].strip() == _sha(rest)
+    body = _sealed_body(target, data)
+    return body is not None and seal(target, body) == data
 
 
 @dataclass(frozen=True)
@@ -122,11 +160,14 @@ class Plan:
     backup: Path | None  # where the old target goes when it is not (only) gpushare's
 
 
-def plan(output: str | Path, tree: bool, force: bool = False) -> Plan:
-    """Decide, before anything is written, whether and how the target may be written; raise if it may not."""
+def plan(
+    output: str | Path, tree: bool, force: bool = False, field: str = "--output", force_flag: str | None = "--force"
+) -> Plan:
+    """Decide, before anything is written, whether and how the target may be written; raise if it may not. `field`
+    names the flag that gave the path, `force_flag` the one that would keep a backup (None: the command has none)."""
     raw = str(output)
     target = _absolute(Path(raw).expanduser())
-    _never(raw, target)
+    _never(raw, target, field)
     if not os.path.lexists(target):
         return Plan(target, False, None)
     link = target.is_symlink()
@@ -142,11 +183,9 @@ def plan(output: str | Path, tree: bool, force: bool = False) -> Plan:
             if target.is_dir()
             else "a file gpushare did not write, or one with changes since"
         )
+        keep = f" ({force_flag} keeps it as a backup beside it)" if force_flag else ""
         raise InputError(
-            "--output",
-            raw,
-            f"a missing or empty path, or an unchanged gpushare output; {target} is {what} "
-            "(--force keeps it as a backup beside it)",
+            field, raw, f"a missing or empty path, or an unchanged gpushare output; {target} is {what}{keep}"
         )
     stamp = time.strftime("%Y%m%d-%H%M%S")
     backup = target.with_name(f"{target.name}.gpushare-backup-{stamp}")
@@ -216,15 +255,22 @@ def write_tree(output: str | Path, files: dict[str, str], force: bool = False) -
     return step
 
 
-def write_file(output: str | Path, text: str, force: bool = False) -> Plan:
-    """Write one manifests file, with its header, as one rename."""
-    step = plan(output, tree=False, force=force)
+def write_file(
+    output: str | Path,
+    content: str | bytes,
+    force: bool = False,
+    field: str = "--output",
+    force_flag: str | None = "--force",
+) -> Plan:
+    """Write one file (text is written as UTF-8), sealed, as one rename."""
+    step = plan(output, tree=False, force=force, field=field, force_flag=force_flag)
+    body = content.encode("utf-8") if isinstance(content, str) else content
     with _failures(step.target):
         _make_parent(step.target)
         fd, tmp = tempfile.mkstemp(prefix=f".{step.target.name}.", dir=step.target.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(with_header(text))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(seal(step.target, body))
             os.chmod(tmp, 0o644)
             _swap(Path(tmp), step)
         except BaseException:
