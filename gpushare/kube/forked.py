@@ -36,6 +36,8 @@ ONE_CORE = "one-core"
 #: Items the child encodes at once (each batch is one msgpack array, preceded by its length).
 _BATCH = 4096
 _LENGTH = struct.Struct("<Q")
+#: The signals that end the child as they would a plain process.
+_ENDING = (signal.SIGINT, signal.SIGTERM)
 #: The child's exit codes: the List is not kubectl's after all (read the file the strict way).
 _NOT_KUBECTL = 3
 
@@ -91,13 +93,19 @@ class _Child:
             output = tempfile.TemporaryFile()  # noqa: SIM115 - the child writes it, close() closes it
         except OSError:
             return None
+        # An interrupt waits until each side is ready for it: one arriving while the child is still in Python's
+        # after-fork hooks would print their traceback there.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING)
         try:
             pid = os.fork()
         except OSError:
+            pid = -1
+        if pid == 0:  # pragma: no cover - runs in the child, which reports by its exit code
+            os._exit(_run(data, read, output, mask))
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if pid < 0:
             output.close()
             return None
-        if pid == 0:  # pragma: no cover - runs in the child, which reports by its exit code
-            os._exit(_run(data, read, output))
         return cls(pid, output)
 
     def received(self, data: Buffer) -> Iterator[Item] | None:
@@ -123,9 +131,12 @@ class _Child:
         self.output.close()
 
 
-def _run(data: Buffer, read: Callable[[], Iterator[Item]], output: IO[bytes]) -> int:  # pragma: no cover - child
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+def _run(
+    data: Buffer, read: Callable[[], Iterator[Item]], output: IO[bytes], mask: set[signal.Signals]
+) -> int:  # pragma: no cover - the child
+    for ending in _ENDING:
+        signal.signal(ending, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # an interrupt that came meanwhile ends it now, silently
     try:
         encoder = msgspec.msgpack.Encoder()
         batch: list[tuple[int, int, int, Any]] = []
