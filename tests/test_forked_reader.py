@@ -100,10 +100,31 @@ def test_a_broken_item_in_either_half_is_reported_on_its_line(tmp_path: Path, ha
 
 
 def test_when_the_child_fails_this_process_reads_its_half(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(forked, "_run", lambda data, read, output: 1)  # the child exits 1 having written nothing
+    monkeypatch.setattr(forked, "_run", lambda *args: 1)  # the child exits 1 having written nothing
     for _, text in _texts(_pods(5)):
         two, started = _on_two_cores(text)
         assert started == 1 and two == fast(text) and len(two) == 5
+
+
+def test_a_child_that_raises_never_returns_into_the_callers_code() -> None:
+    """Whatever goes wrong in the child, it exits: it must not carry on with the caller's work as a second copy.
+    Run in a process of its own, where an escaped child would print a second line."""
+    script = (
+        "import json\n"
+        "from unittest import mock\n"
+        "from gpushare.kube import documents, forked\n"
+        "def broken(*args):\n"
+        "    raise RuntimeError('the child fails')\n"
+        "items = [{'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': f'p{i}'}} for i in range(40)]\n"
+        "text = json.dumps({'apiVersion': 'v1', 'kind': 'List', 'items': items}, indent=4)\n"
+        "try:\n"
+        "    with mock.patch.object(forked, 'MIN_BYTES', 0), mock.patch.object(forked, '_run', broken):\n"
+        "        print(len(documents.read_documents('f.json', text)), flush=True)\n"
+        "except Exception as exc:  # as a caller would: an escaped child would come here, and print\n"
+        "    print('raised', exc, flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout == "40\n"
 
 
 def test_an_item_the_child_cannot_hand_over_is_read_here() -> None:

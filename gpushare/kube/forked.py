@@ -101,7 +101,11 @@ class _Child:
         except OSError:
             pid = -1
         if pid == 0:  # pragma: no cover - runs in the child, which reports by its exit code
-            os._exit(_run(data, read, output, mask))
+            code = 1
+            try:
+                code = _run(data, read, output, mask)
+            finally:  # whatever happens, the child never returns into this process's code
+                os._exit(code)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if pid < 0:
             output.close()
