@@ -20,7 +20,7 @@ import signal
 import struct
 import sys
 import tempfile
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
 
 import msgspec
@@ -136,7 +136,7 @@ class _Child:
 
 
 def _run(
-    data: Buffer, read: Callable[[], Iterator[Item]], output: IO[bytes], mask: set[signal.Signals]
+    data: Buffer, read: Callable[[], Iterator[Item]], output: IO[bytes], mask: Iterable[int]
 ) -> int:  # pragma: no cover - the child
     for ending in _ENDING:
         signal.signal(ending, signal.SIG_DFL)
