@@ -122,10 +122,9 @@ def to_pod(
 
     With `owners` the pod is one to place: its spreading is worked out (a pod already bound needs none).
     `pod_labels` and `controller` stand in for what a controller would give the pods it creates."""
-    base = Pod(view.namespace, view.name, source=view.source.where, template=template)
     reason = invalid_reason(view, semantics)
     if reason is not None:
-        return replace(base, invalid=reason)
+        return _invalid(view, reason, template)
     spec = view.spec
     own_labels = pod_labels if pod_labels is not None else {str(k): str(v) for k, v in view.labels.items()}
     controller = controller or view.controller
@@ -145,7 +144,7 @@ def to_pod(
             )
             hard_spread = spreading.own_constraints(spec, own_labels, semantics.scheduler, "DoNotSchedule")
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        return replace(base, invalid=f"malformed pod spec: {exc} [{workloads.MALFORMED}]")
+        return _invalid(view, f"malformed pod spec: {exc} [{workloads.MALFORMED}]", template)
     indices = None
     raw_idx = view.annotations.get(labels.ANN_IDX)
     if raw_idx is not None and str(raw_idx).strip():
@@ -192,6 +191,10 @@ def to_pod(
         if controller and controller[1] in ("ReplicationController", "ReplicaSet")
         else None,
     )
+
+
+def _invalid(view: Workload, reason: str, template: int) -> Pod:
+    return Pod(view.namespace, view.name, invalid=reason, source=view.source.where, template=template)
 
 
 #: Resources the model holds in fields of their own; every other one a pod requests is checked generically.
