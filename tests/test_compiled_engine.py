@@ -111,3 +111,34 @@ def test_the_installed_engine_answers_as_the_source_does(tmp_path: Path, seed: i
     assert installed.returncode == source.returncode == 0, installed.stderr + source.stderr
     assert installed.stdout == source.stdout
     assert json.loads(installed.stdout)["summary"]["placed"] > 0
+
+
+def test_a_pod_copied_with_changes_keeps_every_other_field() -> None:
+    """`with_changes` passes the fields by position to Pod's written-out constructor: were the fields and its
+    parameters ever listed in different orders, values would land in the wrong fields. Every field here holds a
+    value no other does (but pod_affinity, left None), so any mismatch shows; compiled, a value of the wrong type
+    is refused outright."""
+    from dataclasses import fields
+
+    from gpushare.kube.selectors import from_set
+    from gpushare.placement.model import Pod, Requirement, SpreadConstraint, Toleration, with_changes
+
+    spread = (SpreadConstraint("zone", 1, from_set({"app": "a"})),)
+    pod = Pod(
+        namespace="ns", name="p", gpu_mem=1, gpu_count=2, core=3, cpu=4, memory=5, node_gpu_mem=6, node_core=7,
+        other=(("example.com/fpga", 8),), node_selector=(("pool", "a"),),
+        affinity=((Requirement("k", "In", ("v",)),),), tolerations=(Toleration("t", "Exists", None, None),),
+        node="n1", gpu_indices=(9,), invalid="no", source="f:10", labels=(("app", "a"),), nz_cpu=11,
+        nz_memory=12, images=("img:1",), preferred=((13, (Requirement("w", "In", ("x",)),)),), spread=spread,
+        spread_own=True, hard_spread=spread[::-1] + spread, owner=("ReplicaSet", "u"), pod_affinity=None,
+        ns_labels=(("team", "b"),), template=14, scheduler_name="other-scheduler",
+    )  # fmt: skip
+    assert {f.name for f in fields(Pod) if f.init} - {"pod_affinity"} == {
+        f.name for f in fields(Pod) if f.init and getattr(pod, f.name) != getattr(Pod("", ""), f.name)
+    }, "a field left at its default here would not show a mismatch"
+    assert with_changes(pod) == pod
+    renamed = with_changes(pod, name="q", labels=(("app", "b"),))
+    assert (renamed.name, renamed.labels) == ("q", (("app", "b"),))
+    assert [getattr(renamed, f.name) for f in fields(Pod) if f.name not in ("name", "labels")] == [
+        getattr(pod, f.name) for f in fields(Pod) if f.name not in ("name", "labels")
+    ]
