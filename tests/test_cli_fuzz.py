@@ -4,14 +4,18 @@ existing target unchanged when the command fails, and time and memory bounded.""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import resource
 import shutil
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -139,3 +143,110 @@ def test_the_cli_answers_every_input(
         }, "a failed render changed its target"
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 3 * 2**20, "over 3 GiB"  # KiB on Linux
     shutil.rmtree(sandbox)
+
+
+#: A workload using every pod field the dry-run reads, each of which the next test replaces by a value of a wrong type.
+FULL = yaml.safe_load("""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: ns1, labels: {app: a}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: a}}
+  template:
+    metadata: {labels: {app: a}, annotations: {x: y}}
+    spec:
+      schedulerName: default-scheduler
+      nodeSelector: {gpushare: "true"}
+      tolerations: [{key: a, operator: Equal, value: v, effect: NoSchedule, tolerationSeconds: 5}]
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: gpushare, operator: In, values: ["true"]}]
+              matchFields: [{key: metadata.name, operator: In, values: [n]}]
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 5
+            preference: {matchExpressions: [{key: z, operator: Exists}]}
+        podAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 3
+            podAffinityTerm:
+              topologyKey: kubernetes.io/hostname
+              labelSelector: {matchLabels: {app: a}}
+              namespaces: [ns1]
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - topologyKey: kubernetes.io/hostname
+            labelSelector: {matchExpressions: [{key: app, operator: In, values: [b]}]}
+            namespaceSelector: {matchLabels: {t: x}}
+      topologySpreadConstraints:
+      - maxSkew: 1
+        topologyKey: kubernetes.io/hostname
+        whenUnsatisfiable: ScheduleAnyway
+        labelSelector: {matchLabels: {app: a}}
+        matchLabelKeys: [pod-template-hash]
+        nodeAffinityPolicy: Honor
+        nodeTaintsPolicy: Ignore
+        minDomains: 1
+      overhead: {cpu: 100m}
+      initContainers: [{name: i, image: busybox, resources: {requests: {cpu: 200m}}}]
+      containers:
+      - name: c
+        image: "x:1"
+        resources:
+          limits: {aliyun.com/gpu-mem: 2, aliyun.com/gpu-core.percentage: 10}
+          requests: {cpu: "1", memory: 1Gi}
+""")
+
+
+#: The same pod already bound to the node.
+BOUND = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "ns1", **FULL["spec"]["template"]["metadata"]},
+    "spec": {**FULL["spec"]["template"]["spec"], "nodeName": "n"},
+}
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if path:
+        yield path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        yield from _paths(inner, (*path, key))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    where=st.sampled_from([(False, p) for p in _paths(FULL)] + [(True, p) for p in _paths(BOUND)]),
+    value=st.sampled_from([[1], {"a": 1}, 1.5, -1, True, None, "x"]),
+    semantics=st.sampled_from(["upstream", "ack"]),
+)
+def test_a_field_of_the_wrong_type_is_answered_never_a_traceback(
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    where: tuple[bool, tuple[Any, ...]],
+    value: Any,
+    semantics: str,
+) -> None:
+    """Each field of a pod the dry-run reads, set to a list, a mapping, a number or nothing, in a Deployment's new
+    pods or in a pod already bound: the pod is placed or reported, never a traceback (a list or mapping once
+    reached the engine's hashing as a toleration's value or an affinity's key)."""
+    bound, path = where
+    document = copy.deepcopy(BOUND if bound else FULL)
+    inner = document
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    work = tmp_path_factory.mktemp("fields")
+    (work / "nodes.yaml").write_text(NODE)
+    (work / "pods.yaml").write_text(yaml.safe_dump(document))
+    capsys.readouterr()
+    for args in (["place", "--semantics", semantics, "--nodes", str(work / "nodes.yaml")], ["validate"]):
+        try:
+            code = main([*args, str(work / "pods.yaml"), "-o", "json"])
+        finally:
+            captured = capsys.readouterr()
+        assert code in (0, 1, 2), (path, value, args, captured.err)
+        assert "Traceback" not in captured.err + captured.out, (path, value, captured.err)

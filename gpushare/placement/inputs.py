@@ -56,15 +56,23 @@ def invalid_reason(view: Workload, semantics: Semantics) -> str | None:
 
 def _term(term: dict[str, Any]) -> tuple[Requirement, ...]:
     """A NodeSelectorTerm: its matchExpressions and matchFields, ANDed."""
-    reqs = [
-        Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()))
-        for e in term.get("matchExpressions") or []
-    ]
-    reqs += [
-        Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()), field=True)
-        for e in term.get("matchFields") or []
-    ]
-    return tuple(reqs)
+    result = []
+    for part in ("matchExpressions", "matchFields"):
+        for i, e in enumerate(term.get(part) or []):
+            key, operator = _strings((e["key"], e["operator"]), ("key", "operator"), f"{part}[{i}]")
+            result.append(
+                Requirement(key, operator, tuple(str(v) for v in e.get("values") or ()), part == "matchFields")
+            )
+    return tuple(result)
+
+
+def _strings(values: tuple[Any, ...], names: tuple[str, ...], where: str) -> tuple[Any, ...]:
+    """Fields Kubernetes types as strings (or leaves out): the API server refuses anything else, and the model
+    hashes them."""
+    for value, name in zip(values, names, strict=True):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{where}.{name}: {json.dumps(value, default=str)} is not a string")
+    return values
 
 
 def _node_affinity(spec: dict[str, Any]) -> dict[str, Any]:
@@ -101,11 +109,24 @@ def normalized_image(name: str) -> str:
 
 
 def _tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
-    return tuple(
-        Toleration(t.get("key"), t.get("operator", "Equal"), t.get("value"), t.get("effect"))
-        for t in spec.get("tolerations") or []
+    found = tuple(
+        Toleration(
+            *_strings(
+                (t.get("key"), t.get("operator", "Equal"), t.get("value"), t.get("effect")),
+                Toleration._fields,
+                f"spec.tolerations[{i}]",
+            )
+        )
+        for i, t in enumerate(spec.get("tolerations") or [])
         if isinstance(t, dict)
     )
+    return _TOLERATIONS.setdefault(found, found) if len(_TOLERATIONS) < _KEPT else found
+
+
+#: Each distinct set of tolerations, once: pods of a workload (and most pods, which carry only the two defaults
+#: the admission controller adds) then share one tuple, which the engine's lookups compare by identity.
+_TOLERATIONS: dict[tuple[Toleration, ...], tuple[Toleration, ...]] = {}
+_KEPT = 4096
 
 
 def to_pod(

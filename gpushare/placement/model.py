@@ -7,7 +7,7 @@ Built once from plain Kubernetes objects (`gpushare.placement.inputs`); the engi
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from gpushare.domain import cgpu, profiles
 from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
@@ -119,8 +119,9 @@ class Node:
         return self.gpu_used / total if total else 0.0
 
 
-@dataclass(frozen=True)
-class Toleration:
+class Toleration(NamedTuple):
+    """A tuple, hashed and compared in C: every pod's node-class lookup hashes its tolerations (two on most pods)."""
+
     key: str | None
     operator: str
     value: str | None
