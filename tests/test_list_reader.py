@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpushare.errors import InputError
-from gpushare.kube import documents, listing, shapes
+from gpushare.kube import documents, forked, listing, shapes
 
 #: Scalars YAML 1.1 (PyYAML) and YAML 1.2 (rapidyaml) type apart, or that look like it, and plain ones.
 TRICKY = [
@@ -106,11 +107,14 @@ def test_the_fast_reader_takes_kubectl_lists() -> None:
     text = as_yaml({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}, False)
     data = text.encode()
     _, spans = listing.yaml_list(data) or (None, [])
-    read = list(listing.yaml_items(data, spans))
+    read = list(forked.items(data, spans, partial(listing.yaml_items, data), listing.yaml_start, lambda _: None))
     assert [i.line for i in read] == [3, 8, 13] and all(i.obj is not None for i in read)
     as_json = json.dumps({"kind": "List", "items": items}, indent=4)
-    found = listing.json_list(as_json.encode())
-    assert found is not None and [line for _, line, _ in found] == [line for _, line in strict(as_json)]
+    data = as_json.encode()
+    found = listing.json_list(data)
+    assert found is not None
+    read = list(forked.items(data, found, partial(listing.json_items, data), listing.json_start, lambda _: None))
+    assert [i.line for i in read] == [line for _, line in strict(as_json)] and all(i.obj is not None for i in read)
 
 
 def test_without_rapidyaml_yaml_lists_take_the_strict_reader(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ import stat
 import sys
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -218,7 +219,7 @@ def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int
     items: Generator[listing.Item, None, None]
     found_json = listing.json_list(data) if head.lstrip()[:1] == b"{" else None
     if found_json is not None:
-        items = forked.items(data, found_json, listing.json_items, advance)
+        items = forked.items(data, found_json, partial(listing.json_items, data), listing.json_start, advance)
     else:
         found_yaml = listing.yaml_list(data)
         if found_yaml is None:
@@ -226,7 +227,7 @@ def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int
         envelope, spans = found_yaml
         if [listing.is_list(d) for _, d in compose_all(envelope, name)] != [True]:
             return None
-        items = forked.items(data, spans, lambda part: listing.yaml_items(data, part), advance)
+        items = forked.items(data, spans, partial(listing.yaml_items, data), listing.yaml_start, advance)
     result: list[Source] = []
     released = 0
     try:

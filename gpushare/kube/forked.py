@@ -52,27 +52,37 @@ def worthwhile(size: int) -> bool:
 def items(
     data: Buffer,
     units: Sequence[Unit],
-    read: Callable[[Sequence[Unit]], Iterator[Item]],
+    read: Callable[[Sequence[Unit], int], Iterator[Item]],
+    start: Callable[[Unit], int],
     advance: Callable[[int], None],
 ) -> Generator[Item, None, None]:
     """Every unit's item, in order; for a large List, the first half read here while a child reads the second.
-    `advance` is told the bytes read; while both halves are read, this half's stand for the child's as well."""
+    `read` is given units and the line the first starts on, `start` says where a unit starts in `data`; `advance`
+    is told the bytes read (while both halves are read, this half's stand for the child's as well).
+
+    Each side counts the lines of its own half: the child from 1, and this process moves the child's items down
+    by the lines of the first half, which it knows once it has read that half."""
+    line = 1 + data[: start(units[0])].count(b"\n") if units else 1
     half = len(units) // 2
-    child = _Child.start(data, lambda: read(units[half:])) if worthwhile(len(data)) and half else None
+    child = _Child.start(data, lambda: read(units[half:], 1)) if worthwhile(len(data)) and half else None
     if child is None:
-        for item in read(units):
+        for item in read(units, line):
             advance(len(item.text))
             yield item
         return
     try:
         done = 0  # bytes accounted for so far: both halves advance alike, so twice what this process read
-        for item in read(units[:half]):
+        last = None
+        for item in read(units[:half], line):
             step = min(2 * len(item.text), max(0, len(data) - done))
             done += step
             advance(step)
+            last = item
             yield item
-        received = child.received(data)
-        for item in received if received is not None else read(units[half:]):  # None: the child failed
+        if last is not None:  # where the child's half starts: past the last item read here
+            line = last.line + data[last.end - len(last.text) : start(units[half])].count(b"\n")
+        received = child.received(data, line - 1)
+        for item in received if received is not None else read(units[half:], line):  # None: the child failed
             if item.end > done:
                 advance(item.end - done)
                 done = item.end
@@ -112,9 +122,9 @@ class _Child:
             return None
         return cls(pid, output)
 
-    def received(self, data: Buffer) -> Iterator[Item] | None:
-        """The child's items (decoded from its file), or None when it failed; NotKubectl when it found the List
-        is not kubectl's."""
+    def received(self, data: Buffer, lines: int) -> Iterator[Item] | None:
+        """The child's items (decoded from its file) moved down by `lines`, or None when it failed; NotKubectl when
+        it found the List is not kubectl's."""
         _, status = os.waitpid(self.pid, 0)
         self.status = status
         code = os.waitstatus_to_exitcode(status)
@@ -122,7 +132,7 @@ class _Child:
             raise NotKubectl
         if code != 0:
             return None
-        return _decoded(self.output, data)
+        return _decoded(self.output, data, lines)
 
     def close(self) -> None:
         if self.status is None:  # ended early (an interrupt, an error): the child's work is not wanted
@@ -165,7 +175,7 @@ def _write(output: IO[bytes], chunk: bytes) -> None:  # pragma: no cover - the c
     output.write(chunk)
 
 
-def _decoded(output: IO[bytes], data: Buffer) -> Iterator[Item]:
+def _decoded(output: IO[bytes], data: Buffer, lines: int) -> Iterator[Item]:
     output.seek(0)
     decoder = msgspec.msgpack.Decoder(list[tuple[int, int, int, Any]])
     view = memoryview(data)
@@ -174,4 +184,4 @@ def _decoded(output: IO[bytes], data: Buffer) -> Iterator[Item]:
         if len(head) < _LENGTH.size:
             return
         for line, start, end, obj in decoder.decode(output.read(_LENGTH.unpack(head)[0])):
-            yield Item(view[start:end], line, obj, end)
+            yield Item(view[start:end], line + lines, obj, end)

@@ -155,24 +155,33 @@ class _Envelope(TypedDict, total=False):
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 
 
-def json_list(data: Buffer) -> list[tuple[memoryview, int, int]] | None:
-    """Each item's text, the line it starts on and where it ends, if `data` is a JSON List (any layout: msgspec
-    cuts the items at its parsing speed and decodes none of them yet)."""
+def json_list(data: Buffer) -> list[tuple[memoryview, int]] | None:
+    """Each item's text and where it ends, if `data` is a JSON List (any layout: msgspec cuts the items at its
+    parsing speed and decodes none of them yet)."""
     try:
         envelope = _ENVELOPE.decode(data)
     except msgspec.MsgspecError:
         return None
     if not _list_kind(envelope) or "items" not in envelope:
         return None
-    result: list[tuple[memoryview, int, int]] = []
-    line, start, end = 1, 0, 0
+    result: list[tuple[memoryview, int]] = []
+    end = 0
     for raw in envelope["items"]:
         text = memoryview(raw)
-        found = data.find(text[:64], end)  # between two items there is only a comma and space
-        line += data[start:found].count(b"\n")
-        start, end = found, found + len(text)
-        result.append((text, line, end))
+        end = data.find(text[:64], end) + len(text)  # between two items there is only a comma and space
+        result.append((text, end))
     return result
+
+
+def json_start(item: tuple[memoryview, int]) -> int:
+    """Where a `json_list` item starts."""
+    text, end = item
+    return end - len(text)
+
+
+def yaml_start(span: tuple[int, int]) -> int:
+    """Where a `yaml_list` item starts."""
+    return span[0]
 
 
 def _list_kind(document: Mapping[str, Any]) -> bool:
@@ -231,21 +240,26 @@ class _Yaml:
 _JSON_KIND = re.compile(rb'"kind": ?"([A-Za-z]+)"')
 
 
-def json_items(items: Sequence[tuple[memoryview, int, int]]) -> Iterator[Item]:
-    """Each item decoded; a malformed one ends the fast path (NotKubectl) so the strict reader can place it."""
-    for text, line, end in items:
-        found = _JSON_KIND.search(text)
+def json_items(data: Buffer, items: Sequence[tuple[memoryview, int]], line: int) -> Iterator[Item]:
+    """Each item decoded, the first said to start on `line`; a malformed one ends the fast path (NotKubectl) so the
+    strict reader can place it."""
+    start = json_start(items[0]) if items else 0
+    for text, end in items:
+        found = end - len(text)
+        line += data[start:found].count(b"\n")
+        start = found
+        kind = _JSON_KIND.search(text)
         try:
-            obj = decode(text, found.group(1).decode() if found else None)
+            obj = decode(text, kind.group(1).decode() if kind else None)
         except msgspec.DecodeError:
             raise NotKubectl from None
         yield Item(text, line, obj, end)
 
 
-def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]]) -> Iterator[Item]:
-    """Each item decoded where rapidyaml reads it exactly as PyYAML would; else left to the strict reader."""
+def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
+    """Each item decoded where rapidyaml reads it exactly as PyYAML would, else left to the strict reader; the first
+    said to start on `line`."""
     reader = _Yaml() if ryml is not None else None
-    line = 1 + (data[: spans[0][0]].count(b"\n") if spans else 0)
     for start, end in spans:
         chunk = data[start:end]
         obj = None
