@@ -36,12 +36,54 @@ from gpushare.placement.model import Node, Pod, Semantics
 #: (raw taint score, raw node affinity score, topology values of the non-hostname spread keys, has the hostname
 #: label, ignored by spreading, matching pods per hostname constraint)
 GroupKey = tuple[Any, ...]
-Key = tuple[Any, ...]  # (-local score, -GPU room, name, node id)
+#: A node's place in a group: (-local score, -GPU room, name, node id) as one int (see `Ranking`)
+Key = int
 #: Views kept at once: each holds every node of its class, so a run of pods each unlike the others (distinct
 #: requests and images, as `kubectl get pods` lists them) would otherwise keep one per pod.
 MAX_VIEWS = 256
 #: One feasible group's answer for a request: (nodes with room for it, the best of them, how many tie with it)
 Entry = tuple[int, Key, int]
+
+
+class Ranking:
+    """A node's order in a group, (-local score, -GPU room, name, node id), packed in one int: a group's keys are
+    kept sorted, and bisecting ints costs a third of bisecting tuples (most of a bind's time was those compares).
+
+    key = -local * rooms * n + (most room - room) * n + rank, where rank orders the nodes by (name, id): every
+    part below the local score lies in [0, rooms * n), so ints order as the tuples did."""
+
+    __slots__ = ("ids", "most", "n", "rank", "span")
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        self.n = max(1, len(nodes))
+        #: no device holds more than the largest: a node's room never exceeds it (`plugins.refresh_room`)
+        self.most = max((g.total for node in nodes for g in node.gpus), default=0)
+        self.span = (self.most + 1) * self.n
+        self.ids = [node.id for node in sorted(nodes, key=lambda node: (node.name, node.id))]
+        self.rank = [0] * len(nodes)  # node ids number the fleet's nodes from 0
+        for rank, node_id in enumerate(self.ids):
+            self.rank[node_id] = rank
+
+    def key(self, local: int, node: Node) -> Key:
+        return -local * self.span + (self.most - node.room) * self.n + self.rank[node.id]
+
+    def room(self, key: Key) -> int:
+        return self.most - key % self.span // self.n
+
+    def node_id(self, key: Key) -> int:
+        return self.ids[key % self.n]
+
+    def local(self, key: Key) -> int:
+        return -(key // self.span)
+
+    def first(self, local: int, room: int | None = None) -> Key:
+        """The least key of a local score, or (with `room`) the least of those of it whose GPU room is at most that."""
+        below = 0 if room is None else max(0, self.most - room)
+        return -local * self.span + below * self.n
+
+    def tie_break(self, key: Key) -> int:
+        """The key without its local score: (-GPU room, name, id), `scoring.tie_break`."""
+        return key % self.span
 
 
 class Group:
@@ -51,9 +93,10 @@ class Group:
     Plain sorted lists: a group holds at most the fleet's nodes, and at that size `bisect.insort` and `del` (one
     memmove in C) cost less than a balanced structure's Python steps."""
 
-    __slots__ = ("caps", "ids", "keys", "version")
+    __slots__ = ("caps", "ids", "keys", "ranking", "version")
 
-    def __init__(self) -> None:
+    def __init__(self, ranking: Ranking) -> None:
+        self.ranking = ranking
         self.keys: list[Key] = []
         self.caps: list[int] = []
         self.ids: set[int] = set()
@@ -61,15 +104,15 @@ class Group:
 
     def add(self, key: Key) -> None:
         insort(self.keys, key)
-        insort(self.caps, -key[1])
-        self.ids.add(key[3])
+        insort(self.caps, self.ranking.room(key))
+        self.ids.add(self.ranking.node_id(key))
         self.version += 1
 
     def remove(self, key: Key) -> None:
         keys, caps = self.keys, self.caps
         del keys[bisect_left(keys, key)]
-        del caps[bisect_left(caps, -key[1])]
-        self.ids.discard(key[3])
+        del caps[bisect_left(caps, self.ranking.room(key))]
+        self.ids.discard(self.ranking.node_id(key))
         self.version += 1
 
     def fitting(self, r: int) -> int:
@@ -79,19 +122,20 @@ class Group:
 
     def ties(self, key: Key, r: int) -> int:
         """How many nodes share the key's local score and have room for r."""
-        keys = self.keys
-        return bisect_left(keys, (key[0], -r + 1)) - bisect_left(keys, (key[0],))
+        keys, ranking = self.keys, self.ranking
+        local = ranking.local(key)
+        return bisect_left(keys, ranking.first(local, r - 1)) - bisect_left(keys, ranking.first(local))
 
     def best(self, r: int, skip: set[int] | frozenset[int] = frozenset()) -> Key | None:
         """The first node with room for r whose id is not in `skip`. Within a local score the roomiest node comes
         first: when it has no room, none of that score has, and the next score is tried."""
-        keys = self.keys
+        keys, ranking = self.keys, self.ranking
         i, n = 0, len(keys)
         while i < n:
             key = keys[i]
-            if -key[1] < r:
-                i = bisect_left(keys, (key[0] + 1,), i)  # none of this local score has room: the next score
-            elif key[3] in skip:
+            if ranking.room(key) < r:  # none of this local score has room: the next (lower) score
+                i = bisect_left(keys, ranking.first(ranking.local(key) - 1), i)
+            elif ranking.node_id(key) in skip:
                 i += 1
             else:
                 return key
@@ -164,7 +208,7 @@ class View:
             local += self.w_fit * scoring.least_allocated_score(node, pod.nz_cpu, pod.nz_memory, self.profile)
         if self.w_balanced:
             local += self.w_balanced * scoring.balanced_score(node, pod, self.profile)
-        return group, (-local, -node.room, node.name, node.id), node.gpu_mem - node.gpu_mem_used
+        return group, self.index.ranking.key(local, node), node.gpu_mem - node.gpu_mem_used
 
     def _place(self, node: Node) -> None:
         """(Re)file a member node under its current group and key; a node that lacks resources for good leaves, and
@@ -187,7 +231,7 @@ class View:
         self.entries[node.id] = new
         group = self.groups.get(new[0])
         if group is None:
-            group = self.groups[new[0]] = Group()
+            group = self.groups[new[0]] = Group(self.index.ranking)
         group.add(new[1])
         if self.node_free is not None:
             self.node_free.add(new[2])
@@ -223,8 +267,9 @@ class View:
         feasible groups, as kube-scheduler normalises over the feasible nodes) and its local score."""
         if len(found) == 1:  # one group: its best node wins, the normalised parts alike
             _, (_, best, ties) = found[0]
-            return best[3], ties
-        totals = [-entry[1][0] for _, entry in found]
+            return self.index.ranking.node_id(best), ties
+        ranking = self.index.ranking
+        totals = [ranking.local(entry[1]) for _, entry in found]
         # a part alike on every group shifts every total alike: it changes neither the winner nor the ties
         for weight, part, reverse in ((self.w_taint, 0, True), (self.w_affinity, 1, False)):
             if not weight:
@@ -244,10 +289,10 @@ class View:
                 _, best, ties = found[i][1]
                 tied += ties
                 # the first by (-GPU room, name, id): `scoring.tie_break`
-                if winner is None or best[1] < winner[1] or (best[1] == winner[1] and best[2:] < winner[2:]):
+                if winner is None or ranking.tie_break(best) < ranking.tie_break(winner):
                     winner = best
         assert winner is not None
-        return winner[3], tied
+        return ranking.node_id(winner), tied
 
     def reasons(self, r: int) -> Counter[str]:
         """Why no member takes a request of r, per reason as FitError counts them: what the dropped members lack,
@@ -390,7 +435,7 @@ class Spread:
         for table, group_key in ((self.groups, counted), (self.out, base)):
             group = table.get(group_key)
             if group is None:
-                group = table[group_key] = Group()
+                group = table[group_key] = Group(self.index.ranking)
             group.add(key)
 
     def catch_up(self, nodes: Sequence[Node]) -> None:
@@ -456,6 +501,7 @@ class ScoreIndex:
     def __init__(self, nodes: list[Node], semantics: Semantics, pods: Sequence[Pod]) -> None:
         self.nodes = nodes
         self.semantics = semantics
+        self.ranking = Ranking(nodes)
         self.views: OrderedDict[tuple[Any, ...], View] = OrderedDict()
         #: Images some node holds and owners some node's preferAvoidPods names: only these score anywhere, so pods
         #: that differ in other images or owners score alike and share a view.
@@ -467,11 +513,9 @@ class ScoreIndex:
         #: per node: how many pods were bound before the index, and the sequence number of each bound since
         self.sequences: list[list[int]] = [[] for _ in nodes]
         self.initial = [len(n.bound) for n in nodes]
-        #: label (key, value) -> nodes whose bound pods carry it, for a new spread to count from
-        self.by_label: dict[tuple[str, str], list[int]] = {}
-        for node in nodes:
-            for bound in node.bound:
-                self._file(node, bound)
+        #: label (key, value) -> nodes whose bound pods carry it, for a new spread to count from; made when the
+        #: first spread with a selector asks (a run without spreading never files a label)
+        self.by_label: dict[tuple[str, str], list[int]] | None = None
         #: Pod affinity anywhere makes InterPodAffinity's score depend on other pods' domains: then every pod is
         #: scored node by node (the reference's way), as are pods the groups cannot hold (see `serves`).
         self.pod_affinity = any(p.pod_affinity is not None for p in pods) or any(
@@ -483,16 +527,13 @@ class ScoreIndex:
         init container, no compute request, no pod affinity in the run."""
         return not self.pod_affinity and pod.node_gpu_mem == pod.gpu_mem and not pod.node_core
 
-    def _file(self, node: Node, pod: Pod) -> None:
-        for pair in pod.labels:
-            self.by_label.setdefault(pair, []).append(node.id)
-
     def bound(self, node: Node, pod: Pod) -> None:
         """A pod was bound to the node: views re-read it when next asked."""
         self.log.append(node.id)
         self.sequence += 1
         self.sequences[node.id].append(self.sequence)
-        self._file(node, pod)
+        if self.by_label is not None:
+            _file(self.by_label, node, pod)
 
     def changed_since(self, seen: int) -> tuple[int, set[int] | tuple[()]]:
         """(position in the log now, the nodes bound to since position `seen`)."""
@@ -547,6 +588,14 @@ class ScoreIndex:
         held = tuple(image for image in pod.images if image in self.held_images)
         return (held, len(pod.images)) if held else ((), 0)
 
+    def _labelled(self) -> dict[tuple[str, str], list[int]]:
+        if self.by_label is None:
+            self.by_label = {}
+            for node in self.nodes:
+                for bound in node.bound:
+                    _file(self.by_label, node, bound)
+        return self.by_label
+
     def _candidates(self, pod: Pod) -> list[int] | None:
         """Nodes that can hold pods the pod's spreading selectors match (None: any node)."""
         result: list[int] = []
@@ -554,7 +603,7 @@ class ScoreIndex:
             anchor = c.selector.anchor
             if anchor is None:
                 return None
-            result += self.by_label.get(anchor, ())
+            result += self._labelled().get(anchor, ())
         return result
 
     def choose(self, pod: Pod, members: Sequence[Node]) -> tuple[Node, int] | None:
@@ -565,3 +614,8 @@ class ScoreIndex:
     def reasons(self, pod: Pod, members: Sequence[Node]) -> Counter[str]:
         """Why the pod fits none of its class's members (the class adds its own static reasons)."""
         return self._lookup(pod, members)[0].reasons(pod.gpu_mem)
+
+
+def _file(by_label: dict[tuple[str, str], list[int]], node: Node, pod: Pod) -> None:
+    for pair in pod.labels:
+        by_label.setdefault(pair, []).append(node.id)
