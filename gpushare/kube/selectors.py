@@ -72,6 +72,8 @@ EVERYTHING = LabelSelector()
 
 def from_set(labels: Mapping[str, Any]) -> LabelSelector:
     """`labels.Set(m).AsSelector()`: one equality per entry (a Service's or ReplicationController's selector)."""
+    if not labels:  # most pods' default spreading, with no Service or controller that selects them
+        return EVERYTHING
     return LabelSelector().add(LabelRequirement(str(k), "In", frozenset({str(v)})) for k, v in labels.items())
 
 

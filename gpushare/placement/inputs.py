@@ -109,23 +109,28 @@ def normalized_image(name: str) -> str:
 
 
 def _tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
-    found = tuple(
-        Toleration(
-            *_strings(
-                (t.get("key"), t.get("operator", "Equal"), t.get("value"), t.get("effect")),
-                Toleration._fields,
-                f"spec.tolerations[{i}]",
-            )
-        )
-        for i, t in enumerate(spec.get("tolerations") or [])
+    """The pod's tolerations, one shared tuple for each distinct set."""
+    raw = tuple(
+        (t.get("key"), t.get("operator", "Equal"), t.get("value"), t.get("effect"))
+        for t in spec.get("tolerations") or ()
         if isinstance(t, dict)
     )
-    return _TOLERATIONS.setdefault(found, found) if len(_TOLERATIONS) < _KEPT else found
+    if not raw:
+        return ()
+    try:
+        found = _TOLERATIONS.get(raw)
+    except TypeError:  # a list or mapping where a string belongs: said below
+        found = None
+    if found is None:
+        found = tuple(Toleration(*_strings(t, Toleration._fields, f"spec.tolerations[{i}]")) for i, t in enumerate(raw))
+        if len(_TOLERATIONS) < _KEPT:
+            _TOLERATIONS[raw] = found
+    return found
 
 
 #: Each distinct set of tolerations, once: pods of a workload (and most pods, which carry only the two defaults
 #: the admission controller adds) then share one tuple, which the engine's lookups compare by identity.
-_TOLERATIONS: dict[tuple[Toleration, ...], tuple[Toleration, ...]] = {}
+_TOLERATIONS: dict[tuple[tuple[Any, ...], ...], tuple[Toleration, ...]] = {}
 _KEPT = 4096
 
 
