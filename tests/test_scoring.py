@@ -145,14 +145,31 @@ def test_default_spreading_reads_the_controller_from_1_22_and_every_matching_one
     assert owners.default_selector("default", labels, None, scoring_profile(22)).empty
 
 
-def test_ties_go_to_the_most_gpu_room_then_the_name() -> None:
+@pytest.mark.parametrize("zoned", [False, True])
+def test_ties_go_to_the_most_gpu_room_then_the_name(zoned: bool) -> None:
+    """`zoned`: each node in its own zone and the pod spreading over zones, so the fast engine keeps the nodes in
+    three groups and the tie is broken between groups rather than within one."""
     capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", "aliyun.com/gpu-mem": "32", "aliyun.com/gpu-count": "2"}
     small = dict(capacity) | {"aliyun.com/gpu-mem": "16"}
     nodes = [
-        {"kind": "Node", "metadata": {"name": name}, "status": {"capacity": cap, "allocatable": cap}}
-        for name, cap in (("a-small", small), ("b-big", capacity), ("c-big", capacity))
+        {
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone} if zoned else {}},
+            "status": {"capacity": cap, "allocatable": cap},
+        }
+        for name, cap, zone in (("a-small", small, "z3"), ("c-big", capacity, "z2"), ("b-big", capacity, "z1"))
     ]
-    result = scoring_place(nodes, [pod("p", ("1", "1Gi"))])
+    new = pod("p", ("1", "1Gi"), app="x")
+    if zoned:
+        new["spec"]["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "x"}},
+            }
+        ]
+    result = scoring_place(nodes, [new])
     (placed,) = result.placements
     assert (placed.node, placed.tied_with) == ("b-big", 3)  # all three score alike; b-big has 16 free, a-small 8
 
