@@ -59,19 +59,19 @@ def _term(term: dict[str, Any]) -> tuple[Requirement, ...]:
     result = []
     for part in ("matchExpressions", "matchFields"):
         for i, e in enumerate(term.get(part) or []):
-            key, operator = _strings((e["key"], e["operator"]), ("key", "operator"), f"{part}[{i}]")
+            key, operator = _strings((e["key"], e["operator"]), ("key", "operator"), part, i)
             result.append(
                 Requirement(key, operator, tuple(str(v) for v in e.get("values") or ()), part == "matchFields")
             )
     return tuple(result)
 
 
-def _strings(values: tuple[Any, ...], names: tuple[str, ...], where: str) -> tuple[Any, ...]:
-    """Fields Kubernetes types as strings (or leaves out): the API server refuses anything else, and the model
-    hashes them."""
+def _strings(values: tuple[Any, ...], names: tuple[str, ...], field: str, index: int) -> tuple[Any, ...]:
+    """Fields Kubernetes types as strings (or leaves out) of entry `index` of a list `field`: the API server refuses
+    anything else, and the model hashes them."""
     for value, name in zip(values, names, strict=True):
         if value is not None and not isinstance(value, str):
-            raise ValueError(f"{where}.{name}: {json.dumps(value, default=str)} is not a string")
+            raise ValueError(f"{field}[{index}].{name}: {json.dumps(value, default=str)} is not a string")
     return values
 
 
@@ -122,7 +122,7 @@ def _tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
     except TypeError:  # a list or mapping where a string belongs: said below
         found = None
     if found is None:
-        found = tuple(Toleration(*_strings(t, Toleration._fields, f"spec.tolerations[{i}]")) for i, t in enumerate(raw))
+        found = tuple(Toleration(*_strings(t, Toleration._fields, "spec.tolerations", i)) for i, t in enumerate(raw))
         if len(_TOLERATIONS) < _KEPT:
             _TOLERATIONS[raw] = found
     return found
