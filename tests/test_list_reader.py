@@ -118,6 +118,20 @@ def test_the_fast_reader_takes_kubectl_lists() -> None:
     assert [i.line for i in read] == [line for _, line in strict(as_json)] and all(i.obj is not None for i in read)
 
 
+@pytest.mark.parametrize("between", ["other:\n", "other: 1\n", "-x: 1\n", "...\n"])
+def test_a_line_at_column_0_ends_the_items_wherever_it_is(between: str) -> None:
+    """Where the items end is looked for after the last `- ` line only; one sooner is found as the items are read."""
+    items = [f"- kind: Pod\n  metadata:\n    name: p{i}\n" for i in range(6)]
+    text = "apiVersion: v1\nitems:\n" + "".join(items[:3]) + between + "".join(items[3:]) + "kind: List\n"
+    try:
+        expected = strict(text)
+    except InputError as exc:  # not YAML: the fast reader says the same
+        with pytest.raises(InputError, match=re.escape(str(exc))):
+            fast(text)
+    else:
+        assert fast(text) == expected
+
+
 def test_an_item_larger_than_the_output_buffer_is_read_fast() -> None:
     """rapidyaml emits each item's JSON into one reused buffer, grown for an item that does not fit."""
     notes = {f"note-{i}": "x" * 1000 for i in range(300)}  # 300 KB of JSON, the buffer starts at 64 KiB

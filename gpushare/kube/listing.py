@@ -108,8 +108,8 @@ def linear(pattern: bytes, engine: Any = re2) -> Any:
 
 
 _GUARDS = guards()
-#: The first line at column 0 after the items: neither an item, nor a comment, nor blank. It scans the whole
-#: file, serially: RE2 takes a third of the time `re` does.
+#: A line at column 0 that is neither an item, nor a comment, nor blank: where the items end (RE2 finds it in a
+#: third of the time `re` takes).
 AFTER_ITEMS = rb"(?m)^(?:[^-\t\n\x0b\x0c\r #]|-[^ \n])"
 _YAML_AFTER = linear(AFTER_ITEMS)
 
@@ -226,9 +226,11 @@ def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
     head = _YAML_HEAD.match(data)
     if head is None:
         return None
-    after = _YAML_AFTER.search(data, head.end())
+    starts = [m.start() + 1 for m in _YAML_ITEM.finditer(data, head.end() - 1)]
+    # Where the items end is looked for after the last only: each half of the items is checked for a line that
+    # ends them sooner as it is read (`yaml_items`), in parallel, rather than the whole file here, serially.
+    after = _YAML_AFTER.search(data, starts[-1] if starts else head.end())
     end = after.start() if after else len(data)
-    starts = [m.start() + 1 for m in _YAML_ITEM.finditer(data, head.end() - 1, end)]
     spans = list(zip(starts, [*starts[1:], end], strict=True))
     return data[: head.end()].replace(b"items:\n", b"items: []\n") + data[end:], spans
 
@@ -294,7 +296,10 @@ def json_items(data: Buffer, items: Sequence[tuple[memoryview, int]], line: int)
 
 def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
     """Each item decoded where rapidyaml reads it exactly as PyYAML would, else left to the strict reader; the first
-    said to start on `line`."""
+    said to start on `line`. A line at column 0 among them that is not an item ends the items before the last
+    that `yaml_list` found: the file is then no List as kubectl writes it (NotKubectl)."""
+    if spans and _YAML_AFTER.search(data, spans[0][0], spans[-1][1]) is not None:
+        raise NotKubectl
     reader = _Yaml() if ryml is not None else None
     for start, end in spans:
         chunk = data[start:end]
