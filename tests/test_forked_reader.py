@@ -152,7 +152,7 @@ def test_stopping_early_stops_the_child() -> None:
         return child
 
     with mock.patch.object(forked, "MIN_BYTES", 0), mock.patch.object(forked._Child, "start", keep):
-        items = forked.items(data, found[1], partial(listing.yaml_items, data), listing.yaml_start, lambda _: None)
+        items = forked.items(data, found[1], partial(listing.yaml_items, data), listing.span_start, lambda _: None)
         assert next(items).obj is not None
         items.close()
     assert len(children) == 1

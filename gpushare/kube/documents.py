@@ -219,7 +219,8 @@ def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int
     items: Generator[listing.Item, None, None]
     found_json = listing.json_list(data) if head.lstrip()[:1] == b"{" else None
     if found_json is not None:
-        items = forked.items(data, found_json, partial(listing.json_items, data), listing.json_start, advance)
+        read = partial(listing.json_items, data, found_json.between)
+        items = forked.items(data, found_json.spans, read, listing.span_start, advance)
     else:
         found_yaml = listing.yaml_list(data)
         if found_yaml is None:
@@ -227,7 +228,7 @@ def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int
         envelope, spans = found_yaml
         if [listing.is_list(d) for _, d in compose_all(envelope, name)] != [True]:
             return None
-        items = forked.items(data, spans, partial(listing.yaml_items, data), listing.yaml_start, advance)
+        items = forked.items(data, spans, partial(listing.yaml_items, data), listing.span_start, advance)
     result: list[Source] = []
     released = 0
     try:

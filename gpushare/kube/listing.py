@@ -5,8 +5,9 @@ tens of times its size in memory and about 4 ms a pod; here each item is cut out
 msgspec (JSON; only the fields in `shapes`) or rapidyaml then msgspec (YAML), and kept trimmed, so memory
 follows what gpushare keeps and a pod costs tens of microseconds.
 
-A JSON List is cut into items by msgspec whatever its layout. A YAML List is cut by kubectl's layout, which
-is exact: `items:` at column 0 and each item a `- ` line at column 0 (kubectl sorts keys, so `apiVersion`,
+A JSON List with its items' braces on lines of their own (kubectl's layout, `json.dumps` with an indent) is cut
+by that layout, on both cores; any other, by msgspec, whole (see `json_list`). A YAML List is cut by kubectl's
+layout, which is exact: `items:` at column 0 and each item a `- ` line at column 0 (kubectl sorts keys, so `apiVersion`,
 `items`, `kind`, `metadata`). Anything else, and any item the fast decoders cannot take exactly as PyYAML
 would, goes to the strict reader (`documents`), which is also the one that says where an error is. YAML is
 read by rapidyaml only where its YAML 1.2 typing cannot differ from PyYAML's YAML 1.1 (see `ambiguous`); a
@@ -182,33 +183,83 @@ class _Envelope(TypedDict, total=False):
 
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 
+#: A JSON List whose items' braces open and close on lines of their own at one indentation, as kubectl and
+#: `json.dumps(indent=n)` lay them out: its head, up to the first item's brace (the indentation in group 1).
+_JSON_HEAD = re.compile(rb'\A\s*\{\s*(?:"apiVersion"\s*:\s*"[^"\\]*"\s*,\s*)?"items"\s*:\s*\[[ \t]*\n([ \t]*)\{')
+#: Its tail, after the last item's brace: the List's other fields, at most flat objects (metadata).
+_JSON_TAIL = rb"\}(\s*\][^\[\]{}]*(?:\{[^\[\]{}]*\}[^\[\]{}]*)*\}\s*)\Z"
+#: How far from the end of the file the tail is looked for.
+_TAIL_BYTES = 1 << 16
+#: The blocks of items a laid-out List is cut into: each side of the two-core reader takes whole blocks and
+#: finds the items in them itself.
+_BLOCKS = 64
 
-def json_list(data: Buffer) -> list[tuple[memoryview, int]] | None:
-    """Each item's text and where it ends, if `data` is a JSON List (any layout: msgspec cuts the items at its
-    parsing speed and decodes none of them yet)."""
+
+@dataclass(frozen=True)
+class JsonList:
+    """A JSON List cut into spans of its text: each one item or, with `between` (the text between two items in
+    the List's layout), a block of items that is cut apart as it is read."""
+
+    spans: list[tuple[int, int]]
+    between: bytes | None = None
+
+
+def json_list(data: Buffer) -> JsonList | None:
+    """Where the items are, if `data` is a JSON List.
+
+    A List laid out with each item's braces at one indentation is cut by that layout, a block at a time as it is
+    read, on both cores. The cut is exact: the head and the tail are the List's own, and each item between two
+    cuts must decode as one whole JSON value, which a cut inside an item leaves unbalanced (NotKubectl). Any
+    other layout is cut by msgspec, whole, at its parsing speed, before either half is read."""
+    head = _JSON_HEAD.match(data)
+    if head is not None:
+        indent = head.group(1)
+        tail = re.search(rb"\n" + re.escape(indent) + _JSON_TAIL, data[-_TAIL_BYTES:])
+        if tail is not None and b'"items"' not in tail.group(1):
+            try:
+                envelope = _ENVELOPE.decode(b'{"items":[' + tail.group(1))
+            except msgspec.MsgspecError:
+                envelope = {}
+            if _list_kind(envelope) and envelope.get("items") == []:
+                between = b"\n" + indent + b"},\n" + indent + b"{"
+                return JsonList(_blocks(data, head.end() - 1, len(data) - len(tail.group(1)), between), between)
     try:
-        envelope = _ENVELOPE.decode(data)
+        whole = _ENVELOPE.decode(data)
     except msgspec.MsgspecError:
         return None
-    if not _list_kind(envelope) or "items" not in envelope:
+    if not _list_kind(whole) or "items" not in whole:
         return None
-    result: list[tuple[memoryview, int]] = []
+    spans: list[tuple[int, int]] = []
     end = 0
-    for raw in envelope["items"]:
+    for raw in whole["items"]:
         text = memoryview(raw)
         end = data.find(text[:64], end) + len(text)  # between two items there is only a comma and space
-        result.append((text, end))
-    return result
+        spans.append((end - len(text), end))
+    return JsonList(spans)
 
 
-def json_start(item: tuple[memoryview, int]) -> int:
-    """Where a `json_list` item starts."""
-    text, end = item
-    return end - len(text)
+def _blocks(data: Buffer, start: int, end: int, between: bytes) -> list[tuple[int, int]]:
+    """The items in `data[start:end]` in about `_BLOCKS` spans, each cut where `between` is."""
+    find = linear(re.escape(between))
+    spans: list[tuple[int, int]] = []
+    begin = start
+    for k in range(1, _BLOCKS):
+        found = find.search(data, max(begin, start + (end - start) * k // _BLOCKS), end)
+        if found is None:
+            break
+        spans.append((begin, found.start() + _closed(between)))
+        begin = found.end() - 1
+    spans.append((begin, end))
+    return spans
 
 
-def yaml_start(span: tuple[int, int]) -> int:
-    """Where a `yaml_list` item starts."""
+def _closed(between: bytes) -> int:
+    """Where the item before `between` ends in it (after its brace); the next starts at its last byte."""
+    return between.index(b"}") + 1
+
+
+def span_start(span: tuple[int, int]) -> int:
+    """Where a `json_list` or `yaml_list` span starts."""
     return span[0]
 
 
@@ -278,20 +329,35 @@ class _Yaml:
 _JSON_KIND = re.compile(rb'"kind": ?"([A-Za-z]+)"')
 
 
-def json_items(data: Buffer, items: Sequence[tuple[memoryview, int]], line: int) -> Iterator[Item]:
-    """Each item decoded, the first said to start on `line`; a malformed one ends the fast path (NotKubectl) so the
-    strict reader can place it."""
-    start = json_start(items[0]) if items else 0
-    for text, end in items:
-        found = end - len(text)
-        line += data[start:found].count(b"\n")
-        start = found
+def json_items(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
+    """The items of `json_list`'s spans decoded, the first said to start on `line`; a malformed one ends the fast
+    path (NotKubectl) so the strict reader can place it."""
+    view = memoryview(data)
+    start = spans[0][0] if spans else 0
+    for begin, end in _cut(data, between, spans):
+        text = view[begin:end]
+        line += data[start:begin].count(b"\n")
+        start = begin
         kind = _JSON_KIND.search(text)
         try:
             obj = decode(text, kind.group(1).decode() if kind else None)
         except msgspec.DecodeError:
             raise NotKubectl from None
         yield Item(text, line, obj, end)
+
+
+def _cut(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """Each item's span: a span itself or, with `between`, each item of a block."""
+    if between is None:
+        yield from spans
+        return
+    find = linear(re.escape(between))
+    closed = _closed(between)
+    for begin, end in spans:
+        for found in find.finditer(data, begin, end):
+            yield begin, found.start() + closed
+            begin = found.end() - 1
+        yield begin, end
 
 
 def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
