@@ -164,6 +164,31 @@ def test_a_repeated_items_key_after_the_items_wins_as_in_kubectl() -> None:
     assert fast(text) == []
 
 
+@pytest.mark.parametrize("between", ["other:\n", "other: 1\n", "-x: 1\n", "...\n"])
+def test_a_line_at_column_0_ends_the_items_wherever_it_is(between: str) -> None:
+    """Where the items end is looked for after the last `- ` line only; one sooner is found as the items are read."""
+    items = [f"- kind: Pod\n  metadata:\n    name: p{i}\n" for i in range(6)]
+    text = "apiVersion: v1\nitems:\n" + "".join(items[:3]) + between + "".join(items[3:]) + "kind: List\n"
+    try:
+        expected = strict(text)
+    except InputError as exc:  # not YAML: the fast reader says the same
+        with pytest.raises(InputError, match=re.escape(str(exc))):
+            fast(text)
+    else:
+        assert fast(text) == expected
+
+
+def test_an_item_larger_than_the_output_buffer_is_read_fast() -> None:
+    """rapidyaml emits each item's JSON into one reused buffer, grown for an item that does not fit."""
+    notes = {f"note-{i}": "x" * 1000 for i in range(300)}  # 300 KB of JSON, the buffer starts at 64 KiB
+    items = [{"kind": "Pod", "metadata": {"name": "big", "annotations": notes}}, {"kind": "Pod"}]
+    text = as_yaml({"apiVersion": "v1", "items": items, "kind": "List"}, False)
+    data = text.encode()
+    _, spans = listing.yaml_list(data) or (None, [])
+    read = list(listing.yaml_items(data, spans, 3))
+    assert [i.obj for i in read] == [value for value, _ in strict(text)] == items
+
+
 def test_without_rapidyaml_yaml_lists_take_the_strict_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(listing, "ryml", None)
     items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "yes"}}}]
