@@ -247,15 +247,16 @@ def _blocks(data: Buffer, start: int, end: int, between: bytes) -> list[tuple[in
         found = find.search(data, max(begin, start + (end - start) * k // _BLOCKS), end)
         if found is None:
             break
-        spans.append((begin, found.start() + _closed(between)))
-        begin = found.end() - 1
+        closed, opened = _around(found, between)
+        spans.append((begin, closed))
+        begin = opened
     spans.append((begin, end))
     return spans
 
 
-def _closed(between: bytes) -> int:
-    """Where the item before `between` ends in it (after its brace); the next starts at its last byte."""
-    return between.index(b"}") + 1
+def _around(found: Any, between: bytes) -> tuple[int, int]:
+    """Where the item before a `between` that was found ends (after its brace), and where the next starts."""
+    return found.start() + between.index(b"}") + 1, found.end() - 1
 
 
 def span_start(span: tuple[int, int]) -> int:
@@ -352,11 +353,11 @@ def _cut(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, int]]) 
         yield from spans
         return
     find = linear(re.escape(between))
-    closed = _closed(between)
     for begin, end in spans:
         for found in find.finditer(data, begin, end):
-            yield begin, found.start() + closed
-            begin = found.end() - 1
+            closed, opened = _around(found, between)
+            yield begin, closed
+            begin = opened
         yield begin, end
 
 
