@@ -26,8 +26,6 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from sortedcontainers import SortedList
-
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.labels import GPU_MEM
 from gpushare.placement import interpod, plugins, scoring
@@ -165,8 +163,8 @@ class View:
         self.lack_of: dict[int, tuple[tuple[str, ...], int]] = {}  # (reasons, GPU memory left at node level)
         #: GPU memory left at node level of the members and of the dropped, ordered; kept once a pod of this kind
         #: was pending (None before), to count which nodes lack GPU memory at node level
-        self.node_free: SortedList | None = None
-        self.lack_free: SortedList | None = None
+        self.node_free: list[int] | None = None
+        self.lack_free: list[int] | None = None
         self.seen = len(index.log)
         self.spreads: dict[tuple[Any, ...], Spread] = {}
         self.answers = Answers()
@@ -223,7 +221,7 @@ class View:
         if old is not None:
             self.groups[old[0]].remove(old[1])
             if self.node_free is not None:
-                self.node_free.remove(old[2])
+                del self.node_free[bisect_left(self.node_free, old[2])]
         if new is None:
             self.entries.pop(node.id, None)
             self._lacks(node)
@@ -234,19 +232,19 @@ class View:
             group = self.groups[new[0]] = Group(self.index.ranking)
         group.add(new[1])
         if self.node_free is not None:
-            self.node_free.add(new[2])
+            insort(self.node_free, new[2])
 
     def _lacks(self, node: Node) -> None:
         old = self.lack_of.get(node.id)
         if old is not None:
             self.lacking.subtract(old[0])
             if self.lack_free is not None:
-                self.lack_free.remove(old[1])
+                del self.lack_free[bisect_left(self.lack_free, old[1])]
         reasons = tuple(plugins.lacking(node, self.pod))
         self.lack_of[node.id] = reasons, node.gpu_mem - node.gpu_mem_used
         self.lacking.update(reasons)
         if self.lack_free is not None:
-            self.lack_free.add(node.gpu_mem - node.gpu_mem_used)
+            insort(self.lack_free, node.gpu_mem - node.gpu_mem_used)
 
     def catch_up(self, nodes: Sequence[Node]) -> None:
         self.seen, changed = self.index.changed_since(self.seen)
@@ -298,11 +296,11 @@ class View:
         """Why no member takes a request of r, per reason as FitError counts them: what the dropped members lack,
         then GPU memory at node level (NodeResourcesFit) or on one device (the extender)."""
         if self.node_free is None or self.lack_free is None:
-            self.node_free = SortedList(entry[2] for entry in self.entries.values())
-            self.lack_free = SortedList(free for _, free in self.lack_of.values())
+            self.node_free = sorted(entry[2] for entry in self.entries.values())
+            self.lack_free = sorted(free for _, free in self.lack_of.values())
         why = Counter({reason: n for reason, n in self.lacking.items() if n})
-        short = int(self.node_free.bisect_left(r))
-        lacking_too = int(self.lack_free.bisect_left(r)) if r else 0
+        short = bisect_left(self.node_free, r)
+        lacking_too = bisect_left(self.lack_free, r) if r else 0
         if short + lacking_too:
             why[f"Insufficient {GPU_MEM}"] += short + lacking_too
         if len(self.entries) - short:
