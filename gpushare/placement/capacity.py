@@ -38,7 +38,10 @@ class CapacityIndex:
         best = self.best
         while i:
             a, b = best[2 * i], best[2 * i + 1]
-            best[i] = a if b is None or (a is not None and a < b) else b
+            better = a if b is None or (a is not None and a < b) else b
+            if better == best[i]:  # the segments above are made of this one's best: they stand
+                break
+            best[i] = better
             i >>= 1
 
     def add(self, cap: int, key: Key) -> None:

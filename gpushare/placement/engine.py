@@ -103,10 +103,13 @@ class FastEngine:
         for node_id in self.dirty:
             node = self.nodes[node_id]
             key = self.key(node)
+            caps: dict[tuple[int, str], int] = {}  # the node's indexes differ mostly in cpu and memory, not in these
             for index in self.entries[node_id]:
                 slot = (node_id, id(index))
                 old_cap, old_key = self.indexed[slot]
-                cap = plugins.gpu_capacity(node, index.m, index.kind, self.semantics)
+                cap = caps.get((index.m, index.kind), -1)
+                if cap < 0:
+                    cap = caps[(index.m, index.kind)] = plugins.gpu_capacity(node, index.m, index.kind, self.semantics)
                 if cap != old_cap or key != old_key:
                     index.remove(old_cap, old_key)
                     index.add(cap, key)
