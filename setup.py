@@ -35,6 +35,7 @@ COMPILED = [
     "gpushare/kube/selectors.py",
     "gpushare/placement/inputs.py",
     "gpushare/kube/workloads.py",
+    "gpushare/kube/fields.py",
     "gpushare/kube/nodes.py",
     "gpushare/domain/quantity.py",
 ]

@@ -70,16 +70,6 @@ MAX_ALIAS_EXPANSION = 1_000_000
 SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def mapping(value: Any) -> dict[str, Any]:
-    """A field of a document as a mapping: what YAML gave when it is one, else empty (readers stay lenient)."""
-    return value if isinstance(value, dict) else {}
-
-
-def sequence(value: Any) -> list[Any]:
-    """A field of a document as a list: what YAML gave when it is one, else empty."""
-    return value if isinstance(value, list) else []
-
-
 @dataclass(frozen=True)
 class Source:
     """One Kubernetes object and its origin: a file and the line the object starts on, or a cluster object."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushare.domain.profiles import MIB_PER_UNIT, served_scheduler
-from gpushare.kube.documents import mapping
+from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo
 
 #: Node labels that give one GPU's memory in MiB ("16160MiB" on ACK, "16384" from GPU feature discovery).

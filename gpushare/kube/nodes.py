@@ -10,7 +10,8 @@ from typing import Any
 
 from gpushare.domain import labels
 from gpushare.domain.quantity import QuantityError, count, milli, whole
-from gpushare.kube.documents import Source, mapping
+from gpushare.kube.documents import Source
+from gpushare.kube.fields import mapping
 from gpushare.kube.workloads import Problem
 
 MALFORMED = "GN301"

@@ -18,7 +18,8 @@ from gpushare.domain import labels
 from gpushare.domain.kubescheduler import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from gpushare.domain.quantity import QuantityError, count, milli, whole
 from gpushare.errors import shown
-from gpushare.kube.documents import Source, mapping, sequence
+from gpushare.kube.documents import Source
+from gpushare.kube.fields import mapping, sequence
 
 CONTROLLERS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet")
 WORKLOAD_KINDS = ("Pod", *CONTROLLERS)

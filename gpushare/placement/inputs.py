@@ -22,7 +22,8 @@ from gpushare.domain.labels import Placement
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import InputError
 from gpushare.kube import selectors, workloads
-from gpushare.kube.documents import Source, mapping, sequence
+from gpushare.kube.documents import Source
+from gpushare.kube.fields import mapping, sequence
 from gpushare.kube.nodes import NodeInfo, read_node
 from gpushare.kube.selectors import SelectorError
 from gpushare.kube.workloads import Workload, read_workload

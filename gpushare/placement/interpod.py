@@ -15,7 +15,7 @@ from typing import Any
 
 from gpushare.domain.kubescheduler import MAX_NODE_SCORE, ScoringProfile
 from gpushare.kube import selectors
-from gpushare.kube.documents import mapping, sequence
+from gpushare.kube.fields import mapping, sequence
 from gpushare.kube.selectors import LabelSelector
 from gpushare.placement import matching
 from gpushare.placement.model import Node, Pod, SpreadConstraint

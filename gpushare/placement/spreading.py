@@ -20,7 +20,8 @@ from typing import Any
 from gpushare.domain import kubescheduler
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.kube import selectors
-from gpushare.kube.documents import Source, mapping, sequence
+from gpushare.kube.documents import Source
+from gpushare.kube.fields import mapping, sequence
 from gpushare.kube.selectors import LabelRequirement, LabelSelector, SelectorError
 from gpushare.placement.model import SpreadConstraint
 

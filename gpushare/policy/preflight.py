@@ -16,7 +16,8 @@ from typing import Any
 from gpushare.errors import InputError
 from gpushare.kube import installed
 from gpushare.kube.cluster import Cluster, ClusterError
-from gpushare.kube.documents import Source, mapping
+from gpushare.kube.documents import Source
+from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import read_node
 from gpushare.kube.workloads import read_workload
 from gpushare.policy.engine import ClusterFacts

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 from gpushare.domain import cgpu, labels, profiles, sources, versions
 from gpushare.kube import workloads
-from gpushare.kube.documents import mapping
+from gpushare.kube.fields import mapping
 from gpushare.kube.workloads import Workload
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
 
