@@ -58,7 +58,7 @@ def main() -> int:
     found = listing.yaml_list(data)
     assert found is not None, "not in kubectl's layout"
     loaders += [
-        ("rapidyaml + msgspec, item by item", lambda: list(listing.yaml_items(data, found[1]))),
+        ("rapidyaml + msgspec, item by item", lambda: list(listing.yaml_items(data, found[1], 1))),
         ("gpushare's List reader, end to end", lambda: documents.read_documents(path)),
     ]
     print(f"{path}: {mb:.1f} MB, {args.pods:,} pods")

@@ -18,7 +18,7 @@ from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_list_reader import LISTS, as_yaml, fast
+from test_list_reader import LISTS, as_yaml, fast, strict
 
 from gpushare.errors import InputError
 from gpushare.kube import documents, forked, listing
@@ -73,6 +73,29 @@ def test_two_cores_read_what_one_core_reads(document: dict[str, Any]) -> None:
         two, started = _on_two_cores(text)
         assert two == one, layout
         assert started == 1, layout
+
+
+def test_blocks_of_many_items_are_cut_into_the_strict_readers_items() -> None:
+    """A long List is handed to the two sides in blocks of items, each cut into items by the side reading it: every
+    item, of any size, comes out once, at its line; a line at column 0 inside a block still ends the fast path."""
+    document = _pods(700)
+    for i, item in enumerate(document["items"]):
+        item["metadata"]["labels"] = {f"k{j}": "v" for j in range(i % 9)}  # items of unequal length
+    for layout, text in _texts(document):
+        data = text.encode()
+        spans = listing.json_list(data).spans if layout == "json" else listing.yaml_list(data)[1]  # type: ignore[union-attr]
+        assert 16 < len(spans) <= listing._BLOCKS, layout  # blocks, not items
+        two, started = _on_two_cores(text)
+        assert started == 1 and two == strict(text) and len(two) == 700, layout
+    lines = as_yaml(document, unquote=False).splitlines(keepends=True)
+    named = lines.index("    name: p350\n")
+    middle = max(i for i in range(named) if lines[i].startswith("- "))  # that item's first line
+    text = "".join([*lines[:middle], "other: 1\n", *lines[middle:]])
+    with pytest.raises(InputError) as expected:
+        strict(text)
+    with pytest.raises(InputError) as caught:
+        _on_two_cores(text)
+    assert str(caught.value) == str(expected.value)
 
 
 def test_an_item_left_to_the_strict_reader_in_the_second_half_keeps_its_place() -> None:

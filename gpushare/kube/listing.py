@@ -38,7 +38,6 @@ except ImportError:  # pragma: no cover - no google-re2 wheel for this platform:
 
 #: The start of a YAML List as kubectl writes it.
 _YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:\n(?=-[ \n])")
-_YAML_ITEM = re.compile(rb"\n-(?=[ \n])")
 
 #: A plain YAML scalar whose type PyYAML (YAML 1.1, the strict reader) and rapidyaml (YAML 1.2) may read apart,
 #: or a construct the fast path leaves to PyYAML: it sends the item to the strict reader. It looks wherever a
@@ -113,6 +112,8 @@ _GUARDS = guards()
 #: third of the time `re` takes).
 AFTER_ITEMS = rb"(?m)^(?:[^-\t\n\x0b\x0c\r #]|-[^ \n])"
 _YAML_AFTER = linear(AFTER_ITEMS)
+#: The line before an item, and the item's start (RE2 finds them in three quarters of the time `re` takes).
+_YAML_ITEM = linear(rb"\n-[ \n]")
 
 
 def ambiguous(chunk: bytes, patterns: Sequence[Any] = _GUARDS) -> bool:
@@ -274,14 +275,25 @@ def is_list(envelope: Any) -> bool:
 
 
 def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
-    """The envelope's text (the List without its items) and each item's span, if `data` is kubectl's YAML."""
+    """The envelope's text (the List without its items) and the items' spans in about `_BLOCKS` blocks, each cut
+    at an item's start, if `data` is kubectl's YAML. Each side of the two-core reader cuts its own blocks into items
+    (`yaml_items`): finding every item's start here took 4 us a pod, serially."""
     head = _YAML_HEAD.match(data)
     if head is None:
         return None
-    starts = [m.start() + 1 for m in _YAML_ITEM.finditer(data, head.end() - 1)]
+    first = head.end()  # the first item's `-`
+    starts = [first]
+    for k in range(1, _BLOCKS):
+        found = _YAML_ITEM.search(data, max(starts[-1], first + (len(data) - first) * k // _BLOCKS))
+        if found is None:
+            break
+        starts.append(found.start() + 1)
+    last = starts[-1]
+    for found in _YAML_ITEM.finditer(data, last):
+        last = found.start() + 1
     # Where the items end is looked for after the last only: each half of the items is checked for a line that
     # ends them sooner as it is read (`yaml_items`), in parallel, rather than the whole file here, serially.
-    after = _YAML_AFTER.search(data, starts[-1] if starts else head.end())
+    after = _YAML_AFTER.search(data, last)
     end = after.start() if after else len(data)
     spans = list(zip(starts, [*starts[1:], end], strict=True))
     return data[: head.end()].replace(b"items:\n", b"items: []\n") + data[end:], spans
@@ -362,13 +374,14 @@ def _cut(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, int]]) 
 
 
 def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
-    """Each item decoded where rapidyaml reads it exactly as PyYAML would, else left to the strict reader; the first
-    said to start on `line`. A line at column 0 among them that is not an item ends the items before the last
-    that `yaml_list` found: the file is then no List as kubectl writes it (NotKubectl)."""
+    """The items of `yaml_list`'s blocks, each decoded where rapidyaml reads it exactly as PyYAML would, else left
+    to the strict reader; the first said to start on `line`. A line at column 0 among them that is not an item
+    ends the items before the last that `yaml_list` found: the file is then no List as kubectl writes it
+    (NotKubectl)."""
     if spans and _YAML_AFTER.search(data, spans[0][0], spans[-1][1]) is not None:
         raise NotKubectl
     reader = _Yaml() if ryml is not None else None
-    for start, end in spans:
+    for start, end in _yaml_cut(data, spans):
         chunk = data[start:end]
         obj = None
         if reader is not None and not ambiguous(chunk):
@@ -380,3 +393,12 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
                     obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
         yield Item(chunk, line, obj, end)
         line += chunk.count(b"\n")
+
+
+def _yaml_cut(data: Buffer, spans: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """Each item's span in `yaml_list`'s blocks: a block is cut before every `- ` at column 0 in it."""
+    for begin, end in spans:
+        for found in _YAML_ITEM.finditer(data, begin, end):
+            yield begin, found.start() + 1
+            begin = found.start() + 1
+        yield begin, end
