@@ -171,3 +171,23 @@ def test_python_api_same_options() -> None:
         rendered.files["manifests.yaml"]
         == run("render", "--kube-version", "1.22", "--profile", "open-source", "--format", "manifests").stdout
     )
+
+
+def test_validating_pods_loads_no_settings_model(tmp_path: Path) -> None:
+    """pydantic's models take 0.1 s to import: `validate` loads them with a settings document, not for pods."""
+    pods = tmp_path / "pods.yaml"
+    pods.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n")
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("apiVersion: gpushare.io/v1alpha1\nkind: InstallerSettings\n")
+    script = (
+        "import sys\nfrom gpushare.cli import main\n"
+        "code = main(['validate', '-q', *sys.argv[1:]])\n"
+        "print(code, 'pydantic' in sys.modules)\n"
+    )
+    loaded = [
+        subprocess.run(
+            [sys.executable, "-c", script, *files], capture_output=True, text=True, check=True, cwd=tmp_path
+        ).stdout.split()[-2:]
+        for files in ([str(pods)], [str(pods), str(settings)])
+    ]
+    assert loaded == [["0", "False"], ["0", "True"]]

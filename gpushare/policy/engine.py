@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gpushare.domain.versionstr import numbers, valid
 from gpushare.errors import shown
 from gpushare.kube.documents import Source
 from gpushare.kube.nodes import NodeInfo
 from gpushare.kube.workloads import Workload
-from gpushare.settings.model import InstallerSettings
+
+if TYPE_CHECKING:  # pydantic's models cost validate 0.1 s to import, for pods that need none of them
+    from gpushare.settings.model import InstallerSettings
 
 Severity = Literal["error", "warning"]
 Target = Literal["settings", "workload", "node", "cluster"]

@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from gpushare.domain import kinds
 from gpushare.domain.versions import parse_kube_version
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_paths
@@ -20,8 +21,9 @@ from gpushare.policy.engine import ClusterFacts, Finding, Subject, evaluate, eva
 from gpushare.policy.rules import RULES
 from gpushare.policy.rules.settings import DOCUMENT_RULE
 from gpushare.progress import progress
-from gpushare.settings.model import KIND as SETTINGS_KIND
-from gpushare.settings.model import InstallerSettings, load_settings
+
+if TYPE_CHECKING:  # pydantic's models are loaded with the first settings document (0.1 s; pods need none)
+    from gpushare.settings.model import InstallerSettings
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class Report:
 
 def _settings_subject(src: Source) -> tuple[Subject | None, Finding | None]:
     """A settings document; one that does not load is itself an error finding (GS100)."""
+    from gpushare.settings.model import load_settings
+
     try:
         model = load_settings(src.obj)
     except InputError as exc:
@@ -75,7 +79,7 @@ def subjects_of(sources: Iterable[Source]) -> tuple[list[Subject], list[Finding]
     ignored: list[str] = []
     for src in sources:
         kind = src.obj.get("kind")
-        if kind == SETTINGS_KIND:
+        if kind == kinds.INSTALLER_SETTINGS:
             subject, finding = _settings_subject(src)
             if subject:
                 subjects.append(subject)

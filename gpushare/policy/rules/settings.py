@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from gpushare.domain import cgpu, profiles, sources, versions
 from gpushare.errors import InputError
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
-from gpushare.settings.model import InstallerSettings, is_open_source_plugin
+
+if TYPE_CHECKING:  # the settings model is loaded with the settings these rules read (not to validate pods)
+    from gpushare.settings.model import InstallerSettings
 
 
 def _unit(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
@@ -163,6 +166,8 @@ def _small_unit_core_mem(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Of
 
 
 def _small_unit_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    from gpushare.settings.model import is_open_source_plugin  # loaded already: `s` is one of its models
+
     if s.profile == profiles.ACK and s.gpu_memory_unit == "128MiB" and is_open_source_plugin(s.device_plugin.image):
         yield (
             "devicePlugin.image.repository",
