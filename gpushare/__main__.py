@@ -1,5 +1,3 @@
-import sys
+from gpushare.cli import entry
 
-from gpushare.cli import main
-
-sys.exit(main())
+entry()

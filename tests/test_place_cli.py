@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -482,3 +485,29 @@ def test_a_pod_without_gpu_says_so(tmp_path: Path, capsys: pytest.CaptureFixture
     code, out, _ = run(capsys, "place", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "web.yaml"))
     (row,) = [line for line in out.splitlines() if line.startswith("ml/web")]
     assert code == 0 and row.split()[1:4] == ["n0", "no", "GPU"]
+
+
+def test_the_command_flushes_its_output_and_ends_quietly_when_the_reader_goes_away(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpushare` ends its process at once after the command (`cli.entry`): its output must be whole before that,
+    short (left in the stream's buffer) or long, and a reader that stops early (`| head`) gets no traceback."""
+    (tmp_path / "nodes.json").write_text(json.dumps(node("a", 1, 15)))
+    short = ["validate", str(tmp_path / "nodes.json")]
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as a user's shell has it
+    said = subprocess.run(
+        [sys.executable, "-m", "gpushare", *short], capture_output=True, text=True, check=True, env=buffered
+    )
+    assert said.stdout == run(capsys, *short)[1] != ""
+    pods = {"apiVersion": "v1", "kind": "List", "items": [pod(f"p{i}", 4) for i in range(3000)]}
+    (tmp_path / "pods.json").write_text(json.dumps(pods))
+    args = ["place", "--nodes", str(tmp_path / "nodes.json"), str(tmp_path / "pods.json"), "-o", "json", "-q"]
+    command = [sys.executable, "-m", "gpushare", *args]
+    whole = subprocess.run(command, capture_output=True, text=True, check=True, env=buffered)
+    _, expected, _ = run(capsys, *args)
+    assert len(whole.stdout) > 1 << 18 and json.loads(whole.stdout) == json.loads(expected)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=buffered)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.read(64)
+    process.stdout.close()
+    assert process.wait(timeout=60) == 0 and process.stderr.read() == b""
