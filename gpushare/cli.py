@@ -443,10 +443,19 @@ def entry() -> NoReturn:
     child reaped within `main`). Usage errors and --help leave through SystemExit, as before."""
     with collector.paused():  # re-enabled, the collector would start on those objects at the next allocation
         code = main()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(BrokenPipeError, ValueError):  # the reader went away, or the stream is closed
-                stream.flush()
+        try:
+            _flush()
+        except KeyboardInterrupt:  # as during the command: one line
+            print("gpushare: interrupted", file=sys.stderr)
+            _flush()
+            code = EXIT_INTERRUPTED
         os._exit(code)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BrokenPipeError, ValueError):  # the reader went away, or the stream is closed
+            stream.flush()
 
 
 def _main(argv: Sequence[str] | None) -> int:

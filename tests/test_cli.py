@@ -191,3 +191,21 @@ def test_validating_pods_loads_no_settings_model(tmp_path: Path) -> None:
         for files in ([str(pods)], [str(pods), str(settings)])
     ]
     assert loaded == [["0", "False"], ["0", "True"]]
+
+
+def test_ctrl_c_as_the_command_ends_is_one_line_too() -> None:
+    """An interrupt while `cli.entry` flushes the output of a finished command: exit 130 and one line, no traceback."""
+    script = (
+        "import sys\nfrom gpushare import cli\n"
+        "real, calls = cli._flush, []\n"
+        "def interrupted():\n"
+        "    calls.append(1)\n"
+        "    if len(calls) == 1:\n"
+        "        raise KeyboardInterrupt\n"
+        "    real()\n"
+        "cli._flush = interrupted\n"
+        "sys.argv = ['gpushare', 'rules']\n"
+        "cli.entry()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "gpushare: interrupted\n") and "GS100" in done.stdout
