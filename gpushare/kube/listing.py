@@ -38,6 +38,9 @@ except ImportError:  # pragma: no cover - no google-re2 wheel for this platform:
 
 #: The start of a YAML List as kubectl writes it.
 _YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:\n(?=-[ \n])")
+#: The line before an item, up to the item's `-`. The character after it is looked at, not taken: an empty item
+#: (`-` alone on its line) is followed at once by the next one's line (RE2, which has no lookahead, would take it).
+_YAML_ITEM = re.compile(rb"\n-(?=[ \n])")
 
 #: A plain YAML scalar whose type PyYAML (YAML 1.1, the strict reader) and rapidyaml (YAML 1.2) may read apart,
 #: or a construct the fast path leaves to PyYAML: it sends the item to the strict reader. It looks wherever a
@@ -112,8 +115,6 @@ _GUARDS = guards()
 #: third of the time `re` takes).
 AFTER_ITEMS = rb"(?m)^(?:[^-\t\n\x0b\x0c\r #]|-[^ \n])"
 _YAML_AFTER = linear(AFTER_ITEMS)
-#: The line before an item, and the item's start (RE2 finds them in three quarters of the time `re` takes).
-_YAML_ITEM = linear(rb"\n-[ \n]")
 
 
 def ambiguous(chunk: bytes, patterns: Sequence[Any] = _GUARDS) -> bool:
