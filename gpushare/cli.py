@@ -424,8 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with collector.paused():
             return _main(argv)
     except KeyboardInterrupt:
-        print("gpushare: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _interrupted()
     except Terminated:
         print("gpushare: terminated", file=sys.stderr)
         return EXIT_TERMINATED
@@ -446,10 +445,14 @@ def entry() -> NoReturn:
         try:
             _flush()
         except KeyboardInterrupt:  # as during the command: one line
-            print("gpushare: interrupted", file=sys.stderr)
+            code = _interrupted()
             _flush()
-            code = EXIT_INTERRUPTED
         os._exit(code)
+
+
+def _interrupted() -> int:
+    print("gpushare: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def _flush() -> None:

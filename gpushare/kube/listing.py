@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import mmap
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -224,7 +224,8 @@ def json_list(data: Buffer) -> JsonList | None:
                 envelope = {}
             if _list_kind(envelope) and envelope.get("items") == []:
                 between = b"\n" + indent + b"},\n" + indent + b"{"
-                return JsonList(_blocks(data, head.end() - 1, len(data) - len(tail.group(1)), between), between)
+                blocks = _blocks(data, head.end() - 1, len(data) - len(tail.group(1)), *_separated(between))
+                return JsonList(blocks, between)
     try:
         whole = _ENVELOPE.decode(data)
     except msgspec.MsgspecError:
@@ -240,25 +241,45 @@ def json_list(data: Buffer) -> JsonList | None:
     return JsonList(spans)
 
 
-def _blocks(data: Buffer, start: int, end: int, between: bytes) -> list[tuple[int, int]]:
-    """The items in `data[start:end]` in about `_BLOCKS` spans, each cut where `between` is."""
-    find = linear(re.escape(between))
+#: Where the item before a separator that was found ends, and where the next one starts.
+Around = Callable[[Any], tuple[int, int]]
+
+
+def _blocks(data: Buffer, start: int, end: int, find: Any, around: Around) -> list[tuple[int, int]]:
+    """The items in `data[start:end]` in about `_BLOCKS` spans, each cut at a separator `find` finds."""
     spans: list[tuple[int, int]] = []
     begin = start
     for k in range(1, _BLOCKS):
         found = find.search(data, max(begin, start + (end - start) * k // _BLOCKS), end)
         if found is None:
             break
-        closed, opened = _around(found, between)
+        closed, opened = around(found)
         spans.append((begin, closed))
         begin = opened
     spans.append((begin, end))
     return spans
 
 
-def _around(found: Any, between: bytes) -> tuple[int, int]:
-    """Where the item before a `between` that was found ends (after its brace), and where the next starts."""
-    return found.start() + between.index(b"}") + 1, found.end() - 1
+def _cut(data: Buffer, spans: Sequence[tuple[int, int]], find: Any, around: Around) -> Iterator[tuple[int, int]]:
+    """Each item's span in `_blocks`' spans: each block cut at every separator `find` finds in it."""
+    for begin, end in spans:
+        for found in find.finditer(data, begin, end):
+            closed, opened = around(found)
+            yield begin, closed
+            begin = opened
+        yield begin, end
+
+
+def _separated(between: bytes) -> tuple[Any, Around]:
+    """The finder of `between` (the text between two items of a laid-out JSON List), and where the item before one
+    ends (after its brace) and the next starts (at its brace)."""
+    closed = between.index(b"}") + 1
+    return linear(re.escape(between)), lambda found: (found.start() + closed, found.end() - 1)
+
+
+def _yaml_item(found: Any) -> tuple[int, int]:
+    """A YAML item starts at the `-` after the line break found, and the one before ends there."""
+    return found.start() + 1, found.start() + 1
 
 
 def span_start(span: tuple[int, int]) -> int:
@@ -282,21 +303,15 @@ def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
     head = _YAML_HEAD.match(data)
     if head is None:
         return None
-    first = head.end()  # the first item's `-`
-    starts = [first]
-    for k in range(1, _BLOCKS):
-        found = _YAML_ITEM.search(data, max(starts[-1], first + (len(data) - first) * k // _BLOCKS))
-        if found is None:
-            break
-        starts.append(found.start() + 1)
-    last = starts[-1]
+    spans = _blocks(data, head.end(), len(data), _YAML_ITEM, _yaml_item)  # from the first item's `-`
+    last = spans[-1][0]
     for found in _YAML_ITEM.finditer(data, last):
         last = found.start() + 1
     # Where the items end is looked for after the last only: each half of the items is checked for a line that
     # ends them sooner as it is read (`yaml_items`), in parallel, rather than the whole file here, serially.
     after = _YAML_AFTER.search(data, last)
     end = after.start() if after else len(data)
-    spans = list(zip(starts, [*starts[1:], end], strict=True))
+    spans[-1] = (spans[-1][0], end)
     return data[: head.end()].replace(b"items:\n", b"items: []\n") + data[end:], spans
 
 
@@ -348,7 +363,7 @@ def json_items(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, i
     path (NotKubectl) so the strict reader can place it."""
     view = memoryview(data)
     start = spans[0][0] if spans else 0
-    for begin, end in _cut(data, between, spans):
+    for begin, end in spans if between is None else _cut(data, spans, *_separated(between)):
         text = view[begin:end]
         line += data[start:begin].count(b"\n")
         start = begin
@@ -360,20 +375,6 @@ def json_items(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, i
         yield Item(text, line, obj, end)
 
 
-def _cut(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int]]:
-    """Each item's span: a span itself or, with `between`, each item of a block."""
-    if between is None:
-        yield from spans
-        return
-    find = linear(re.escape(between))
-    for begin, end in spans:
-        for found in find.finditer(data, begin, end):
-            closed, opened = _around(found, between)
-            yield begin, closed
-            begin = opened
-        yield begin, end
-
-
 def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
     """The items of `yaml_list`'s blocks, each decoded where rapidyaml reads it exactly as PyYAML would, else left
     to the strict reader; the first said to start on `line`. A line at column 0 among them that is not an item
@@ -382,7 +383,7 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
     if spans and _YAML_AFTER.search(data, spans[0][0], spans[-1][1]) is not None:
         raise NotKubectl
     reader = _Yaml() if ryml is not None else None
-    for start, end in _yaml_cut(data, spans):
+    for start, end in _cut(data, spans, _YAML_ITEM, _yaml_item):
         chunk = data[start:end]
         obj = None
         if reader is not None and not ambiguous(chunk):
@@ -394,12 +395,3 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
                     obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
         yield Item(chunk, line, obj, end)
         line += chunk.count(b"\n")
-
-
-def _yaml_cut(data: Buffer, spans: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int]]:
-    """Each item's span in `yaml_list`'s blocks: a block is cut before every `- ` at column 0 in it."""
-    for begin, end in spans:
-        for found in _YAML_ITEM.finditer(data, begin, end):
-            yield begin, found.start() + 1
-            begin = found.start() + 1
-        yield begin, end
