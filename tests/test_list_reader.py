@@ -330,3 +330,30 @@ def test_the_patterns_find_the_same_on_either_engine(chunk: bytes) -> None:
     assert listing.ambiguous(chunk, GUARDS["re2"]) is listing.ambiguous(chunk, GUARDS["re"])
     by_re2, by_re = (AFTER_ITEMS[engine].search(chunk) for engine in ("re2", "re"))
     assert (by_re2 and by_re2.start()) == (by_re and by_re.start())
+
+
+#: Lines a YAML List may hold at column 0 and within its items: items (empty ones too), their fields, comments,
+#: blank lines, and lines that end the items (keys, `-x`, document markers, a tab).
+LIST_LINES = st.sampled_from(
+    ["- a: 1\n", "-\n", "  b: 2\n", "  - c\n", "#note\n", "\n", " \n", "x: 1\n", "-x\n", "...\n", "\tt\n", "-"]
+)
+
+
+@settings(max_examples=300)
+@given(lines=st.lists(LIST_LINES, max_size=24))
+@example(lines=["- a: 1\n", "x: 1\n", "- a: 1\n"])
+@example(lines=["- a: 1\n", "-"])  # a `-` that ends the file starts no item and ends none
+def test_cutting_the_items_finds_a_line_that_ends_them_as_looking_first_did(lines: list[str]) -> None:
+    """Each side cuts its blocks into items and meets, in the same pass, any line at column 0 that ends the items
+    before the last (NotKubectl): what looking for one over the whole half first found, with the same items."""
+    data = ("apiVersion: v1\nitems:\n- a: 0\n" + "".join(lines) + "- a: 9\nkind: List\n").encode()
+    found = listing.yaml_list(data)
+    assert found is not None
+    _, spans = found
+    ends = listing.linear(listing.AFTER_ITEMS).search(data, spans[0][0], spans[-1][1]) is not None
+    expected = None if ends else list(listing._cut(data, spans, listing._YAML_ITEM, listing._yaml_item))
+    try:
+        cut: list[tuple[int, int]] | None = list(listing._cut(data, spans, listing._YAML_LINE, listing._yaml_line))
+    except listing.NotKubectl:
+        cut = None
+    assert cut == expected
