@@ -36,14 +36,18 @@ try:
 except ImportError:  # pragma: no cover - no google-re2 wheel for this platform: the guard runs on `re`
     re2 = None
 
-#: The start of a YAML List as kubectl writes it.
-_YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:\n(?=-[ \n])")
-#: The line before an item, up to the item's `-`. The character after it is looked at, not taken: an empty item
-#: (`-` alone on its line) is followed at once by the next one's line (RE2, which has no lookahead, would take it).
-_YAML_ITEM = re.compile(rb"\n-(?=[ \n])")
-#: The line before any line at column 0 but a blank line or a comment: an item's (group 1, as `_YAML_ITEM`) or one
-#: that ends the items (`AFTER_ITEMS`). Cutting a block of items at these finds both in the one pass.
-_YAML_LINE = re.compile(rb"\n(?=(-[ \n])|-[^ \n]|[^-\t\n\x0b\x0c\r #])")
+#: How a line at column 0 among the items starts: an item's (`- `, or `-` alone: an empty item)...
+_ITEM_LINE = rb"-[ \n]"
+#: ... or one that is neither an item, nor a comment, nor blank: where the items end.
+_ENDING_LINE = rb"[^-\t\n\x0b\x0c\r #]|-[^ \n]"
+#: The line break before an item. The item's line is looked at, not taken: an empty item is followed at once by the
+#: next one's line (RE2, which has no lookahead, would take it).
+_YAML_ITEM = re.compile(rb"\n(?=" + _ITEM_LINE + rb")")
+#: The start of a YAML List as kubectl writes it, up to its first item.
+_YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:" + _YAML_ITEM.pattern)
+#: The line break before an item's line (group 1) or one that ends the items: cutting a block of items at these finds
+#: both in the one pass.
+_YAML_LINE = re.compile(rb"\n(?=(" + _ITEM_LINE + rb")|" + _ENDING_LINE + rb")")
 
 #: A plain YAML scalar whose type PyYAML (YAML 1.1, the strict reader) and rapidyaml (YAML 1.2) may read apart,
 #: or a construct the fast path leaves to PyYAML: it sends the item to the strict reader. It looks wherever a
@@ -114,9 +118,8 @@ def linear(pattern: bytes, engine: Any = re2) -> Any:
 
 
 _GUARDS = guards()
-#: A line at column 0 that is neither an item, nor a comment, nor blank: where the items end (RE2 finds it in a
-#: third of the time `re` takes).
-AFTER_ITEMS = rb"(?m)^(?:[^-\t\n\x0b\x0c\r #]|-[^ \n])"
+#: A line at column 0 that ends the items (RE2 finds it in a third of the time `re` takes).
+AFTER_ITEMS = rb"(?m)^(?:" + _ENDING_LINE + rb")"
 _YAML_AFTER = linear(AFTER_ITEMS)
 
 
@@ -290,7 +293,7 @@ def _yaml_line(found: Any) -> tuple[int, int]:
     `yaml_list` found: the file is no List as kubectl writes it."""
     if found.group(1) is None:
         raise NotKubectl
-    return found.start() + 1, found.start() + 1
+    return _yaml_item(found)
 
 
 def span_start(span: tuple[int, int]) -> int:
