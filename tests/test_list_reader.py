@@ -188,6 +188,23 @@ def test_an_item_larger_than_the_output_buffer_is_read_fast() -> None:
     assert [i.obj for i in read] == [value for value, _ in strict(text)] == items
 
 
+def test_keys_pyyaml_types_are_read_as_pyyaml_reads_them() -> None:
+    """A plain key that reads as a number, a boolean or null stays one for PyYAML, while rapidyaml's JSON makes
+    every key a string: such an item is the strict reader's. `.` (managedFields') is a string key to both."""
+    keys = ["true", "false", "null", "0", "80", "-12", "1.5"]
+    items = [
+        f"- kind: {kind}\n  metadata:\n    name: a\n    labels:\n      {key}: x\n"
+        for kind in ("Pod", "ConfigMap")
+        for key in keys
+    ]
+    items.append("- kind: Pod\n  metadata:\n    name: b\n    labels:\n      .: x\n")
+    text = "apiVersion: v1\nitems:\n" + "".join(items) + "kind: List\n"
+    read = fast(text)
+    assert read == strict(text)
+    typed: list[Any] = [True, False, None, 0, 80, -12, 1.5]
+    assert [next(iter(obj["metadata"]["labels"])) for obj, _ in read] == typed * 2 + ["."]
+
+
 def test_without_rapidyaml_yaml_lists_take_the_strict_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(listing, "ryml", None)
     items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "yes"}}}]
@@ -296,6 +313,12 @@ def test_trim_keeps_what_gpushare_reads_and_only_cgpu_env() -> None:
         *((b"  " + word + b": x\n", True) for word in b"yes No ON ~".split()),
         *((b"  x: " + word + b"\n", False) for word in b"true false null yEs nO oN Yesterday none off-peak".split()),
         *((b"  " + word + b": x\n", False) for word in b"name namespace fieldsType operation time type".split()),
+        # keys both read alike as values, that PyYAML keeps typed where JSON's keys are strings
+        *((b"  " + key + b": x\n", True) for key in b"true false null 0 80 -12 1.5 1.".split()),
+        (b"  : x\n", True),
+        (b"- 80 : x\n", True),
+        *((b"  " + key + b": x\n", False) for key in b". f:app k:{} nullable truex 1password.com/x".split()),
+        (b"  - 80\n  x: 10.0.0.1:80\n", False),
     ],
 )
 @pytest.mark.parametrize("engine", ["re2", "re"])

@@ -81,6 +81,9 @@ _NUMBERS = b"|".join(
 _SCALARS: tuple[tuple[bytes | None, bytes], ...] = (
     (rb"[yYnNoOtTfF~]", _WORDS + _END),
     (rb"[-+.0-9]", rb"(?:" + _NUMBERS + rb")" + _END),
+    # a key both read alike as a value: PyYAML keeps it a number, a boolean or null, JSON's keys are strings (and an
+    # empty key, PyYAML's null); `.`, as managedFields writes it, is a string to both
+    (rb"[-+0-9tfn:]", rb"(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?|true|false|null)?[ \t]*:(?:[ \t]|$)"),
     (None, rb"[&*!%@`?|>]"),  # anchors, aliases, tags, directives, complex keys
     (None, rb"<<"),  # merge keys
     (None, rb"[\[{](?:[^\]}]|$)"),  # flow collections with content
