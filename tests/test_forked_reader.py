@@ -18,7 +18,7 @@ from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_list_reader import LISTS, as_yaml, fast, strict
+from test_list_reader import LISTS, NO_UTF8, as_yaml, fast, strict
 
 from gpushare.errors import InputError
 from gpushare.kube import documents, forked, listing
@@ -124,6 +124,25 @@ def test_a_broken_item_in_either_half_is_reported_on_its_line(tmp_path: Path, ha
     with mock.patch.object(forked, "MIN_BYTES", 0), pytest.raises(InputError) as two:
         documents.read_documents(path)
     assert str(two.value) == str(one.value) and f"{path}:{broken + 2})" in str(two.value)  # where PyYAML sees it
+
+
+@pytest.mark.parametrize("data", NO_UTF8)
+def test_text_that_is_no_utf8_in_the_childs_half_gets_one_line(tmp_path: Path, data: bytes) -> None:
+    """The child meets it (the second item): the strict reader's error, as on one core, not the child's failure
+    read again here into a traceback."""
+    path = tmp_path / "pods.yaml"
+    path.write_bytes(data)
+    with pytest.raises(InputError) as one:
+        documents.read_documents(path)
+    forks = _Forks()
+    with (
+        mock.patch.object(forked, "MIN_BYTES", 0),
+        mock.patch.object(forked._Child, "start", forks),
+        pytest.raises(InputError) as two,
+    ):
+        documents.read_documents(path)
+    assert str(two.value) == str(one.value)
+    assert forks.started == 1
 
 
 def test_when_the_child_fails_this_process_reads_its_half(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,6 +25,7 @@ TRICKY = [
     "0123", "07", "0x1F", "0b101", "0o17", "1_000", "12:30", ".5", "5.", "-.inf", ".nan", "2024-01-01",
     "2026-11-20T08:15:42Z", "1.5", "-12", "0", "10.0.0.1", "1.2.3", "500m", "8Gi", "+1", "e5397835", "3e21",
     "a: b", "x #y", "- z", "", " lead", "*star", "&amp", "!bang", "{}", "[]", "[1]", "multi\nline", "é",
+    "nan", "inf", "-inf", "+inf", "Infinity", "NaN",
 ]  # fmt: skip
 SCALAR = st.one_of(
     st.sampled_from(TRICKY),
@@ -235,6 +236,38 @@ def test_an_error_in_an_item_is_placed_on_its_line(tmp_path: Path) -> None:
     assert str(caught.value) == str(strict_error.value)
 
 
+#: Lists whose second item holds text that is no UTF-8 (a byte), or that rapidyaml or msgspec cannot make UTF-8 of
+#: (an escaped lone surrogate), in a value or in the kind.
+NO_UTF8 = [
+    b'apiVersion: v1\nitems:\n- kind: Pod\n- kind: Pod\n  metadata:\n    name: "\xff"\nkind: List\n',
+    b'apiVersion: v1\nitems:\n- kind: Pod\n- kind: ConfigMap\n  data:\n    x: "\\ud800"\nkind: List\n',
+    b'apiVersion: v1\nitems:\n- kind: Pod\n- kind: "\\ud800"\n  metadata:\n    name: a\nkind: List\n',
+    *(
+        b'{\n"apiVersion": "v1",\n"items": [\n  {\n    "kind": "Pod"\n  },\n  {\n    "kind": "Pod",\n    "metadata": '
+        + name
+        + b'\n  }\n],\n"kind": "List"\n}\n'
+        for name in (b'{"name": "\xff"}', b'{"name": "\\ud800"}')
+    ),
+    b'{"apiVersion":"v1","items":[{"kind":"Pod"},{"kind":"Pod","metadata":{"name":"\xff"}}],"kind":"List"}',
+]
+
+
+@pytest.mark.parametrize("data", NO_UTF8)
+def test_text_that_is_no_utf8_gets_the_strict_readers_error(
+    tmp_path: Path, data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast decoders refuse it (UnicodeDecodeError, not their own decode error): the strict reader then says
+    what and where it is, in one line, as it does without the fast path."""
+    path = tmp_path / "pods.yaml"
+    path.write_bytes(data)
+    with pytest.raises(InputError) as caught:
+        documents.read_documents(path)
+    monkeypatch.setenv(documents.READER_ENV, "pyyaml")
+    with pytest.raises(InputError) as strict_error:
+        documents.read_documents(path)
+    assert str(caught.value) == str(strict_error.value)
+
+
 def test_a_file_is_read_from_its_mapping_and_its_pages_given_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -312,6 +345,8 @@ def test_trim_keeps_what_gpushare_reads_and_only_cgpu_env() -> None:
         *((b"  x: " + word + b"\n", True) for word in b"True TRUE False FALSE Null NULL ~".split()),
         *((b"  " + word + b": x\n", True) for word in b"yes No ON ~".split()),
         *((b"  x: " + word + b"\n", False) for word in b"true false null yEs nO oN Yesterday none off-peak".split()),
+        *((b"  x: " + word + b"\n", True) for word in b"nan inf -inf infinity NaN Inf +INF".split()),
+        *((b"  x: " + word + b"\n", False) for word in b"nano info inference nani".split()),
         *((b"  " + word + b": x\n", False) for word in b"name namespace fieldsType operation time type".split()),
         # keys both read alike as values, that PyYAML keeps typed where JSON's keys are strings
         *((b"  " + key + b": x\n", True) for key in b"true false null 0 80 -12 1.5 1.".split()),

@@ -81,6 +81,9 @@ _NUMBERS = b"|".join(
 _SCALARS: tuple[tuple[bytes | None, bytes], ...] = (
     (rb"[yYnNoOtTfF~]", _WORDS + _END),
     (rb"[-+.0-9]", rb"(?:" + _NUMBERS + rb")" + _END),
+    # YAML 1.1 has no `nan` or `inf` without the dot: rapidyaml reads them as its special floats, and writes them
+    # `.nan` and `.inf` in JSON
+    (rb"[-+nNiI]", rb"[-+]?(?:[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)" + _END),
     # a key both read alike as a value: PyYAML keeps it a number, a boolean or null, JSON's keys are strings (and an
     # empty key, PyYAML's null); `.`, as managedFields writes it, is a string to both
     (rb"[-+0-9tfn:]", rb"(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?|true|false|null)?[ \t]*:(?:[ \t]|$)"),
@@ -162,6 +165,9 @@ class Item:
     end: int  # where the item ends in the file: what was read so far
 
 
+#: What decoding an item's JSON raises when the fast path cannot take it: malformed JSON, or text that is no UTF-8
+#: (a byte the file has, or rapidyaml's bytes for an escaped lone surrogate such as `"\ud800"`).
+UNDECODABLE = (msgspec.DecodeError, UnicodeDecodeError)
 _ANY = msgspec.json.Decoder()
 _SHAPED: dict[str, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(v) for k, v in shapes.SHAPES.items()}
 
@@ -390,7 +396,7 @@ def json_items(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, i
         kind = _JSON_KIND.search(text)
         try:
             obj = decode(text, kind.group(1).decode() if kind else None)
-        except msgspec.DecodeError:
+        except UNDECODABLE:
             raise NotKubectl from None
         yield Item(text, line, obj, end)
 
@@ -405,11 +411,10 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
         chunk = data[start:end]
         obj = None
         if reader is not None and not ambiguous(chunk):
-            read = reader.json(chunk)
-            if read is not None:
-                try:
-                    obj = decode(*read)
-                except (msgspec.DecodeError, NotKubectl):
-                    obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
+            try:
+                read = reader.json(chunk)
+                obj = decode(*read) if read is not None else None
+            except (*UNDECODABLE, NotKubectl):
+                obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
         yield Item(chunk, line, obj, end)
         line += chunk.count(b"\n")
