@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -143,6 +144,21 @@ def test_text_that_is_no_utf8_in_the_childs_half_gets_one_line(tmp_path: Path, d
         documents.read_documents(path)
     assert str(two.value) == str(one.value)
     assert forks.started == 1
+
+
+def test_an_item_rapidyaml_refuses_in_the_childs_half_leaves_nothing_on_stderr(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pods.yaml"
+    path.write_text("apiVersion: v1\nitems:\n- kind: Pod\n- kind: Pod\n  metadata:\n    name: a: b\nkind: List\n")
+    forks = _Forks()
+    with (
+        mock.patch.object(forked, "MIN_BYTES", 0),
+        mock.patch.object(forked._Child, "start", forks),
+        pytest.raises(InputError, match=re.escape(f"{path}:6")),
+    ):
+        documents.read_documents(path)
+    assert forks.started == 1 and capfd.readouterr().err == ""
 
 
 def test_when_the_child_fails_this_process_reads_its_half(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,18 @@ def test_text_that_is_no_utf8_gets_the_strict_readers_error(
     with pytest.raises(InputError) as strict_error:
         documents.read_documents(path)
     assert str(caught.value) == str(strict_error.value)
+
+
+def test_an_item_rapidyaml_refuses_leaves_nothing_on_stderr(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """rapidyaml writes its parse error on C's stderr before it raises: none of that reaches the user, whose one
+    line is the strict reader's error (gpushare's own)."""
+    path = tmp_path / "pods.yaml"
+    path.write_text("apiVersion: v1\nitems:\n- kind: Pod\n- kind: Pod\n  metadata:\n    name: a: b\nkind: List\n")
+    with pytest.raises(InputError, match=re.escape(f"{path}:6")):
+        documents.read_documents(path)
+    assert capfd.readouterr().err == ""
+    print("still here", file=sys.stderr)  # and stderr is given back
+    assert capfd.readouterr().err == "still here\n"
 
 
 def test_a_file_is_read_from_its_mapping_and_its_pages_given_back(

@@ -17,7 +17,9 @@ readers take the last of a repeated key; the strict reader refuses one.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -340,11 +342,39 @@ def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
 
 class _Yaml:
     """rapidyaml, one tree and one output buffer reused for every item (a new tree per item costs more than the
-    parse; `emit_json_malloc` emits twice, once to size its result)."""
+    parse; `emit_json_malloc` emits twice, once to size its result).
+
+    rapidyaml writes a parse error on C's stderr before it raises, and its Python module cannot be told otherwise:
+    the process's stderr (descriptor 2) points nowhere while an item is parsed (two dup2 calls, 0.3 us), so a
+    broken item is told of only by the strict reader, in gpushare's one line."""
 
     def __init__(self) -> None:
         self.tree = ryml.Tree()
         self.out = bytearray(1 << 16)
+        self.stderr: int | None = None
+        self.nowhere: int | None = None
+        with contextlib.suppress(OSError):  # no stderr (closed): nothing to keep quiet
+            self.stderr = os.dup(2)
+            self.nowhere = os.open(os.devnull, os.O_WRONLY)
+
+    def close(self) -> None:
+        for fd in (self.stderr, self.nowhere):
+            if fd is not None:
+                os.close(fd)
+        self.stderr = self.nowhere = None
+
+    def _parse(self, chunk: bytes) -> bool:
+        stderr, nowhere = self.stderr, self.nowhere
+        try:
+            if stderr is not None and nowhere is not None:
+                os.dup2(nowhere, 2)
+            ryml.parse_in_arena(chunk, tree=self.tree)
+        except Exception:  # rapidyaml's parse errors: the strict reader says what is wrong
+            return False
+        finally:
+            if stderr is not None:
+                os.dup2(stderr, 2)
+        return True
 
     def json(self, chunk: bytes) -> tuple[memoryview, str | None] | None:
         """The item of a one-entry `- ...` chunk as JSON, without managedFields, and its kind; None when rapidyaml
@@ -352,9 +382,7 @@ class _Yaml:
         tree = self.tree
         tree.clear()
         tree.clear_arena()
-        try:
-            ryml.parse_in_arena(chunk, tree=tree)
-        except Exception:  # rapidyaml's parse errors: the strict reader says what is wrong
+        if not self._parse(chunk):
             return None
         root = tree.root_id()
         if not tree.is_seq(root) or tree.num_children(root) != 1:
@@ -407,14 +435,18 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
     ends the items before the last that `yaml_list` found: the file is then no List as kubectl writes it
     (NotKubectl, when the cut reaches it; looking for one first was another pass over the text, 6 us an item)."""
     reader = _Yaml() if ryml is not None else None
-    for start, end in _cut(data, spans, _YAML_LINE, _yaml_line):
-        chunk = data[start:end]
-        obj = None
-        if reader is not None and not ambiguous(chunk):
-            try:
-                read = reader.json(chunk)
-                obj = decode(*read) if read is not None else None
-            except (*UNDECODABLE, NotKubectl):
-                obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
-        yield Item(chunk, line, obj, end)
-        line += chunk.count(b"\n")
+    try:
+        for start, end in _cut(data, spans, _YAML_LINE, _yaml_line):
+            chunk = data[start:end]
+            obj = None
+            if reader is not None and not ambiguous(chunk):
+                try:
+                    read = reader.json(chunk)
+                    obj = decode(*read) if read is not None else None
+                except (*UNDECODABLE, NotKubectl):
+                    obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
+            yield Item(chunk, line, obj, end)
+            line += chunk.count(b"\n")
+    finally:
+        if reader is not None:
+            reader.close()
