@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -263,3 +264,45 @@ def test_files_are_read_as_a_stream_never_whole(tmp_path: Path) -> None:
     assert len(sources) == 3000 and sources[-1].obj["metadata"]["name"] == "p2999"
     assert sources[1].line is not None and sources[1].line > 1
     assert len(asked) > 10 and all(0 < n < size for n in asked)
+
+
+#: Documents nested 100,000 levels deep, each way gpushare reads a file: a plain manifest (the strict reader, which
+#: crashed the process in PyYAML's composer), an item of a kubectl YAML List, of a laid-out JSON List (msgspec
+#: raised RecursionError) and of a minified one, brackets and block indentation.
+DEEP = 100_000
+DEEP_FILES = {
+    "manifest.yaml": "kind: ConfigMap\ndata: " + "[" * DEEP + "]" * DEEP + "\n",
+    "list.yaml": "apiVersion: v1\nitems:\n- kind: ConfigMap\n  data: " + "[" * DEEP + "]" * DEEP + "\nkind: List\n",
+    "list.json": '{\n"apiVersion": "v1",\n"items": [\n  {\n    "kind": "ConfigMap",\n    "data": '
+    + "[" * DEEP
+    + "]" * DEEP
+    + '\n  }\n],\n"kind": "List"\n}\n',
+    "minified.json": '{"apiVersion":"v1","items":[{"kind":"ConfigMap","data":' + "[" * DEEP + "]" * DEEP + "}]}",
+    "indented.yaml": "kind: ConfigMap\ndata:\n" + "".join(" " * i + "- \n" for i in range(1, 2_000)),
+    "closed-first.yaml": 'kind: ConfigMap\ndata: "' + "]" * DEEP + '"\nmore: ' + "[" * DEEP + "]" * DEEP + "\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP_FILES))
+def test_a_document_nested_too_deep_is_refused_in_one_line(tmp_path: Path, name: str) -> None:
+    """In a process of its own: what this guards against crashed the process (a segmentation fault)."""
+    path = tmp_path / name
+    path.write_text(DEEP_FILES[name])
+    done = subprocess.run(
+        [sys.executable, "-m", "gpushare", "validate", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr[-2000:]
+    assert done.stderr == (
+        f"gpushare: error: file: {str(path)!r} is not allowed; expected YAML nested at most 256 brackets and 512 "
+        "columns of indentation deep\n"
+    )
+
+
+def test_deep_but_real_nesting_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """200 levels (a CRD's schema nests a few dozen): rapidyaml's emitter refuses such an item (its own depth bound),
+    and the strict reader reads it."""
+    levels = "".join("  " * (i + 2) + "k:\n" for i in range(200)) + "  " * 202 + "v\n"
+    text = "apiVersion: v1\nitems:\n- kind: ConfigMap\n  data:\n" + levels + "- kind: ConfigMap\n  data: {a: [[[1]]]}\n"
+    (tmp_path / "deep.yaml").write_text(text + "kind: List\n")
+    code, out, err = run(capsys, "validate", str(tmp_path / "deep.yaml"))
+    assert (code, err) == (0, "") and "2 objects" in out

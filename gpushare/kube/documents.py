@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import mmap
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Generator, Iterator
@@ -65,6 +66,50 @@ class _Loader(_Base):  # type: ignore[misc,valid-type]
 #: Nodes YAML aliases may add to one document beyond those written: generous for anchors in real manifests, a
 #: bound on "billion laughs" (a few lines of nested aliases that expand to gigabytes when read).
 MAX_ALIAS_EXPANSION = 1_000_000
+
+#: How deep a document may nest: in open flow brackets, and in block indentation (the spaces and `- `, `? `, `: `
+#: before a line's content, a level each at most). Far beyond any Kubernetes object (kubectl indents by two), and
+#: well within what reading takes: PyYAML's composer recurses in C and, some 30,000 levels down, crashes the
+#: process; msgspec, `repr` and the JSON writers recurse within Python's limit of 1,000.
+MAX_DEPTH = 256
+MAX_INDENT = 512
+_DEEP_BLOCK = re.compile(rb"(?m)^(?:[ \t]|[-?:][ \t]){" + str(MAX_INDENT).encode() + rb"}")
+_BRACKETS = re.compile(rb"[\[\]{}]")
+#: A line so far all indentation: what of a line a chunk leaves unfinished is kept, else only that content started.
+_INDENTATION = re.compile(rb"(?:[ \t]|[-?:][ \t])*[-?:]?")
+
+
+class TooDeep(Exception):
+    """A document nests deeper than MAX_DEPTH brackets or MAX_INDENT columns."""
+
+
+class _Nesting:
+    """How deep text read so far nests, fed a chunk at a time: raises TooDeep past the bounds. A closing bracket
+    never takes the count below zero, so one in a string cannot hide the brackets that follow."""
+
+    def __init__(self) -> None:
+        self.flow = 0
+        self.line = b""  # the last chunk's unfinished line: its indentation so far, or `x` once its content started
+
+    def feed(self, chunk: str | bytes) -> None:
+        data = chunk.encode("utf-8", "surrogatepass") if isinstance(chunk, str) else chunk
+        if not data:
+            return
+        text = self.line + data
+        if _DEEP_BLOCK.search(text) is not None:
+            raise TooDeep
+        rest = text[text.rfind(b"\n") + 1 :]
+        self.line = rest if _INDENTATION.fullmatch(rest) else b"x"
+        depth = self.flow
+        for bracket in _BRACKETS.findall(data):
+            if bracket in b"[{":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise TooDeep
+            elif depth:
+                depth -= 1
+        self.flow = depth
+
 
 #: Files a directory argument contributes.
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -144,9 +189,11 @@ class _Stream:
         self.raw, self.advance = raw, advance
         self.star = self.amp = False
         self.name = getattr(raw, "name", None)
+        self.nesting = _Nesting()
 
     def read(self, size: int = -1) -> Any:
         chunk = self.raw.read(size)
+        self.nesting.feed(chunk)
         if chunk:
             self.star = self.star or b"*" in chunk
             self.amp = self.amp or b"&" in chunk
@@ -164,6 +211,8 @@ def compose_all(source: str | bytes | _Stream, name: str, field: str = "file") -
     loader = _Loader(source)
     text_aliases = isinstance(source, str | bytes) and _has(source, "*") and _has(source, "&")
     try:
+        if isinstance(source, str | bytes):  # a stream is measured as it is read
+            _Nesting().feed(source)
         while loader.check_node():
             node = loader.get_node()
             if node is None:
@@ -178,6 +227,9 @@ def compose_all(source: str | bytes | _Stream, name: str, field: str = "file") -
             f"YAML without duplicate keys ({shown(exc.key)} at {name}:{exc.again} is already defined at "
             f"line {exc.first}; kubectl refuses it too)",
         ) from None
+    except TooDeep:
+        allowed = f"YAML nested at most {MAX_DEPTH} brackets and {MAX_INDENT} columns of indentation deep"
+        raise InputError(field, name, allowed) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         at = f"{name}:{mark.line + 1}" if mark is not None else name

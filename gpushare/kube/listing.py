@@ -167,9 +167,10 @@ class Item:
     end: int  # where the item ends in the file: what was read so far
 
 
-#: What decoding an item's JSON raises when the fast path cannot take it: malformed JSON, or text that is no UTF-8
-#: (a byte the file has, or rapidyaml's bytes for an escaped lone surrogate such as `"\ud800"`).
-UNDECODABLE = (msgspec.DecodeError, UnicodeDecodeError)
+#: What decoding an item's JSON raises when the fast path cannot take it: malformed JSON, text that is no UTF-8 (a
+#: byte the file has, or rapidyaml's bytes for an escaped lone surrogate such as `"\ud800"`), or nesting deeper than
+#: Python's recursion allows.
+UNDECODABLE = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 _ANY = msgspec.json.Decoder()
 _SHAPED: dict[str, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(v) for k, v in shapes.SHAPES.items()}
 
@@ -245,7 +246,7 @@ def json_list(data: Buffer) -> JsonList | None:
                 return JsonList(blocks, between)
     try:
         whole = _ENVELOPE.decode(data)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):  # not JSON, or nested too deep for msgspec: the strict reader's
         return None
     if not _list_kind(whole) or "items" not in whole:
         return None
@@ -363,27 +364,26 @@ class _Yaml:
                 os.close(fd)
         self.stderr = self.nowhere = None
 
-    def _parse(self, chunk: bytes) -> bool:
+    def json(self, chunk: bytes) -> tuple[memoryview, str | None] | None:
+        """The item of a one-entry `- ...` chunk as JSON, without managedFields, and its kind; None when rapidyaml
+        refuses it (a parse error, or a tree deeper than its emitter goes): the strict reader then says what is
+        wrong. The JSON is in the reused buffer: decode it before the next item."""
         stderr, nowhere = self.stderr, self.nowhere
         try:
             if stderr is not None and nowhere is not None:
                 os.dup2(nowhere, 2)
-            ryml.parse_in_arena(chunk, tree=self.tree)
-        except Exception:  # rapidyaml's parse errors: the strict reader says what is wrong
-            return False
+            return self._json(chunk)
+        except Exception:  # rapidyaml's errors (ExceptionParse, ExceptionVisit)
+            return None
         finally:
             if stderr is not None:
                 os.dup2(stderr, 2)
-        return True
 
-    def json(self, chunk: bytes) -> tuple[memoryview, str | None] | None:
-        """The item of a one-entry `- ...` chunk as JSON, without managedFields, and its kind; None when rapidyaml
-        refuses it. The JSON is in the reused buffer: decode it before the next item."""
+    def _json(self, chunk: bytes) -> tuple[memoryview, str | None] | None:
         tree = self.tree
         tree.clear()
         tree.clear_arena()
-        if not self._parse(chunk):
-            return None
+        ryml.parse_in_arena(chunk, tree=tree)
         root = tree.root_id()
         if not tree.is_seq(root) or tree.num_children(root) != 1:
             return None
