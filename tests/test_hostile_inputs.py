@@ -3,6 +3,7 @@ replay nothing, version strings as vendors write them, quantities and images as 
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -12,10 +13,13 @@ from typing import Any
 import pytest
 import yaml
 from helpers import REPO
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from gpushare.cli import main
 from gpushare.domain.versions import parse_kube_version
 from gpushare.errors import QUOTE_LIMIT, InputError
+from gpushare.kube import documents
 from gpushare.settings.model import load_settings
 
 BOMB = "\n".join(
@@ -306,3 +310,30 @@ def test_deep_but_real_nesting_is_read(tmp_path: Path, capsys: pytest.CaptureFix
     (tmp_path / "deep.yaml").write_text(text + "kind: List\n")
     code, out, err = run(capsys, "validate", str(tmp_path / "deep.yaml"))
     assert (code, err) == (0, "") and "2 objects" in out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(st.sampled_from([b"[", b"]", b"{", b"}", b"x", b"[" * 100, b"]" * 100]), max_size=60).map(b"".join),
+    cuts=st.lists(st.integers(0, 6_000), max_size=5),
+)
+@example(text=b"[" * 300 + b"]" * 100, cuts=[])  # a closed part inside open ones: the passes count too
+@example(text=b"]" * 300 + b"[" * 300, cuts=[150, 450])  # closings at zero hide nothing that follows
+def test_bracket_depth_is_measured_as_a_walk_that_never_goes_below_zero(text: bytes, cuts: list[int]) -> None:
+    """Fed in any chunks, the measure refuses every text whose walk (closings at zero ignored) goes past the bound,
+    and otherwise ends where the walk ends; it may refuse sooner, when an open part and a closed one near it."""
+    depth = deepest = 0
+    for bracket in text:
+        if bracket in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif bracket in b"]}" and depth:
+            depth -= 1
+    points = sorted({0, len(text), *(c for c in cuts if c < len(text))})
+    nesting = documents._Nesting()
+    try:
+        for begin, end in itertools.pairwise(points):
+            nesting.feed(text[begin:end])
+    except documents.TooDeep:
+        return
+    assert deepest <= documents.MAX_DEPTH and nesting.flow == depth
