@@ -373,7 +373,7 @@ class _Yaml:
             if stderr is not None and nowhere is not None:
                 os.dup2(nowhere, 2)
             return self._json(chunk)
-        except Exception:  # rapidyaml's errors (ExceptionParse, ExceptionVisit)
+        except (ryml.ExceptionBasic, RuntimeError):  # its ExceptionParse and ExceptionVisit; SWIG's for the rest
             return None
         finally:
             if stderr is not None:
