@@ -411,20 +411,23 @@ LIST_LINES = st.sampled_from(
 
 
 @settings(max_examples=300)
-@given(lines=st.lists(LIST_LINES, max_size=24))
-@example(lines=["- a: 1\n", "x: 1\n", "- a: 1\n"])
-@example(lines=["- a: 1\n", "-"])  # a `-` that ends the file starts no item and ends none
-def test_cutting_the_items_finds_a_line_that_ends_them_as_looking_first_did(lines: list[str]) -> None:
+@given(lines=st.lists(LIST_LINES, max_size=24), tail=st.sampled_from(["- a: 9\nkind: List\n", ""]))
+@example(lines=["- a: 1\n", "x: 1\n", "- a: 1\n"], tail="- a: 9\nkind: List\n")
+@example(lines=["- a: 1\n", "-"], tail="- a: 9\nkind: List\n")  # `--`: a line that ends the items
+@example(lines=["- a: 1\n", "-"], tail="")  # a `-` that ends the file starts no item and ends none
+@example(lines=["-\n", "-\n", "-"], tail="")
+def test_cutting_the_items_finds_a_line_that_ends_them_as_looking_first_did(lines: list[str], tail: str) -> None:
     """Each side cuts its blocks into items and meets, in the same pass, any line at column 0 that ends the items
     before the last (NotKubectl): what looking for one over the whole half first found, with the same items."""
-    data = ("apiVersion: v1\nitems:\n- a: 0\n" + "".join(lines) + "- a: 9\nkind: List\n").encode()
+    data = ("apiVersion: v1\nitems:\n- a: 0\n" + "".join(lines) + tail).encode()
     found = listing.yaml_list(data)
     assert found is not None
     _, spans = found
     ends = listing.linear(listing.AFTER_ITEMS).search(data, spans[0][0], spans[-1][1]) is not None
     expected = None if ends else list(listing._cut(data, spans, listing._YAML_ITEM, listing._yaml_item))
+    cutting = listing._cut(data, spans, listing._YAML_LINE, partial(listing._yaml_line, data))
     try:
-        cut: list[tuple[int, int]] | None = list(listing._cut(data, spans, listing._YAML_LINE, listing._yaml_line))
+        cut: list[tuple[int, int]] | None = list(cutting)
     except listing.NotKubectl:
         cut = None
     assert cut == expected

@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypedDict
 
 import msgspec
@@ -47,9 +48,9 @@ _ENDING_LINE = rb"[^-\t\n\x0b\x0c\r #]|-[^ \n]"
 _YAML_ITEM = re.compile(rb"\n(?=" + _ITEM_LINE + rb")")
 #: The start of a YAML List as kubectl writes it, up to its first item.
 _YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:" + _YAML_ITEM.pattern)
-#: The line break before an item's line (group 1) or one that ends the items: cutting a block of items at these finds
-#: both in the one pass.
-_YAML_LINE = re.compile(rb"\n(?=(" + _ITEM_LINE + rb")|" + _ENDING_LINE + rb")")
+#: An item's line, and one that ends the items, where a line at column 0 starts (`_yaml_line` tells them apart).
+_ITEM_AT = re.compile(_ITEM_LINE)
+_ENDING_AT = re.compile(_ENDING_LINE)
 
 #: A plain YAML scalar whose type PyYAML (YAML 1.1, the strict reader) and rapidyaml (YAML 1.2) may read apart,
 #: or a construct the fast path leaves to PyYAML: it sends the item to the strict reader. It looks wherever a
@@ -129,6 +130,10 @@ _GUARDS = guards()
 #: A line at column 0 that ends the items (RE2 finds it in a third of the time `re` takes).
 AFTER_ITEMS = rb"(?m)^(?:" + _ENDING_LINE + rb")"
 _YAML_AFTER = linear(AFTER_ITEMS)
+#: The line break before a line at column 0 that is neither blank, a comment nor indented: an item's or one that ends
+#: the items. Cutting a block at these finds both in the one pass; RE2 finds them in 40% of the time `re` takes
+#: to look ahead for the two kinds of line (which RE2 cannot), and only these few lines are then looked at.
+_YAML_LINE = linear(rb"\n[^\t\n\x0b\x0c\r #]")
 
 
 def ambiguous(chunk: bytes, patterns: Sequence[Any] = _GUARDS) -> bool:
@@ -259,8 +264,8 @@ def json_list(data: Buffer) -> JsonList | None:
     return JsonList(spans)
 
 
-#: Where the item before a separator that was found ends, and where the next one starts.
-Around = Callable[[Any], tuple[int, int]]
+#: Where the item before a separator that was found ends, and where the next one starts; None: no separator after all.
+Around = Callable[[Any], tuple[int, int] | None]
 
 
 def _blocks(data: Buffer, start: int, end: int, find: Any, around: Around) -> list[tuple[int, int]]:
@@ -279,12 +284,14 @@ def _blocks(data: Buffer, start: int, end: int, find: Any, around: Around) -> li
 
 
 def _cut(data: Buffer, spans: Sequence[tuple[int, int]], find: Any, around: Around) -> Iterator[tuple[int, int]]:
-    """Each item's span in `_blocks`' spans: each block cut at every separator `find` finds in it."""
+    """Each item's span in `_blocks`' spans: each block cut at every separator `find` finds in it (but where
+    `around` says None: no separator after all)."""
     for begin, end in spans:
         for found in find.finditer(data, begin, end):
-            closed, opened = around(found)
-            yield begin, closed
-            begin = opened
+            cut = around(found)
+            if cut is not None:
+                yield begin, cut[0]
+                begin = cut[1]
         yield begin, end
 
 
@@ -300,12 +307,15 @@ def _yaml_item(found: Any) -> tuple[int, int]:
     return found.start() + 1, found.start() + 1
 
 
-def _yaml_line(found: Any) -> tuple[int, int]:
+def _yaml_line(data: Buffer, found: Any) -> tuple[int, int] | None:
     """As `_yaml_item`, for a line `_YAML_LINE` found; a line that is no item ends the items before the last that
-    `yaml_list` found: the file is no List as kubectl writes it."""
-    if found.group(1) is None:
+    `yaml_list` found: the file is no List as kubectl writes it. A `-` that ends the file is neither (None)."""
+    at = found.start() + 1
+    if _ITEM_AT.match(data, at):
+        return at, at
+    if _ENDING_AT.match(data, at):
         raise NotKubectl
-    return _yaml_item(found)
+    return None
 
 
 def span_start(span: tuple[int, int]) -> int:
@@ -436,7 +446,7 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
     (NotKubectl, when the cut reaches it; looking for one first was another pass over the text, 6 us an item)."""
     reader = _Yaml() if ryml is not None else None
     try:
-        for start, end in _cut(data, spans, _YAML_LINE, _yaml_line):
+        for start, end in _cut(data, spans, _YAML_LINE, partial(_yaml_line, data)):
             chunk = data[start:end]
             obj = None
             if reader is not None and not ambiguous(chunk):
