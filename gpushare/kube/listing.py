@@ -264,8 +264,8 @@ def json_list(data: Buffer) -> JsonList | None:
     return JsonList(spans)
 
 
-#: Where the item before a separator that was found ends, and where the next one starts; None: no separator after all.
-Around = Callable[[Any], tuple[int, int] | None]
+#: Where the item before a separator that was found ends, and where the next one starts.
+Around = Callable[[Any], tuple[int, int]]
 
 
 def _blocks(data: Buffer, start: int, end: int, find: Any, around: Around) -> list[tuple[int, int]]:
@@ -283,7 +283,9 @@ def _blocks(data: Buffer, start: int, end: int, find: Any, around: Around) -> li
     return spans
 
 
-def _cut(data: Buffer, spans: Sequence[tuple[int, int]], find: Any, around: Around) -> Iterator[tuple[int, int]]:
+def _cut(
+    data: Buffer, spans: Sequence[tuple[int, int]], find: Any, around: Callable[[Any], tuple[int, int] | None]
+) -> Iterator[tuple[int, int]]:
     """Each item's span in `_blocks`' spans: each block cut at every separator `find` finds in it (but where
     `around` says None: no separator after all)."""
     for begin, end in spans:
