@@ -1,7 +1,9 @@
-"""The build: the placement engine's modules compiled to C with mypyc where a C compiler is at hand.
+"""The build: the placement engine's modules, and the rules `validate` runs on every object, compiled to C with
+mypyc where a C compiler is at hand.
 
 The engine is pure Python and runs as such; compiled, its hot loops (filter, score, select, bind over groups of
-nodes) run two to four times as fast, which is what `place` spends its time on at fleet scale. The compiled
+nodes) run two to four times as fast, which is what `place` spends its time on at fleet scale; the rules, a
+quarter of a large `validate` once its reader is fast, run a third faster. The compiled
 modules are the same source, type-checked by mypy in `tox`; the tests run on the compiled build (tox installs a
 wheel).
 
@@ -18,7 +20,7 @@ import sys
 from setuptools import setup
 
 #: The modules `place` spends its time in, compiled together (they call one another natively): the engine, and
-#: the model it is built from.
+#: the model it is built from; and the rules `validate` runs on every workload and Node, with their engine.
 COMPILED = [
     "gpushare/placement/capacity.py",
     "gpushare/placement/engine.py",
@@ -38,6 +40,9 @@ COMPILED = [
     "gpushare/kube/fields.py",
     "gpushare/kube/nodes.py",
     "gpushare/domain/quantity.py",
+    "gpushare/policy/engine.py",
+    "gpushare/policy/rules/workloads.py",
+    "gpushare/policy/rules/nodes.py",
 ]
 
 
