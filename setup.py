@@ -2,10 +2,9 @@
 mypyc where a C compiler is at hand.
 
 The engine is pure Python and runs as such; compiled, its hot loops (filter, score, select, bind over groups of
-nodes) run two to four times as fast, which is what `place` spends its time on at fleet scale; the rules, a
-quarter of a large `validate` once its reader is fast, run a third faster. The compiled
-modules are the same source, type-checked by mypy in `tox`; the tests run on the compiled build (tox installs a
-wheel).
+nodes) run two to four times as fast, which is what `place` spends its time on at fleet scale; `validate`'s
+rules, which run on every object, about a third faster. The compiled modules are the same source, type-checked by
+mypy in `tox`; the tests run on the compiled build (tox installs a wheel).
 
 Where no compiler works (or `GPUSHARE_COMPILE=0`), every extension is optional and the wheel holds the Python
 modules alone: the same results, slower. An editable install is never compiled. `gpushare --version` says which
