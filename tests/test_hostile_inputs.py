@@ -319,9 +319,11 @@ def test_deep_but_real_nesting_is_read(tmp_path: Path, capsys: pytest.CaptureFix
 )
 @example(text=b"[" * 300 + b"]" * 100, cuts=[])  # a closed part inside open ones: the passes count too
 @example(text=b"]" * 300 + b"[" * 300, cuts=[150, 450])  # closings at zero hide nothing that follows
+@example(text=(b"[" * 100 + b"]" * 100) * 3, cuts=[])  # 100 deep, closed three times over: read, not refused
 def test_bracket_depth_is_measured_as_a_walk_that_never_goes_below_zero(text: bytes, cuts: list[int]) -> None:
     """Fed in any chunks, the measure refuses every text whose walk (closings at zero ignored) goes past the bound,
-    and otherwise ends where the walk ends; it may refuse sooner, when an open part and a closed one near it."""
+    and otherwise ends where the walk ends. It may refuse sooner, when an open part and a closed one near it, but
+    never a text whose walk stays within half the bound: the open depth and the closed part's each stay within it."""
     depth = deepest = 0
     for bracket in text:
         if bracket in b"[{":
@@ -335,5 +337,6 @@ def test_bracket_depth_is_measured_as_a_walk_that_never_goes_below_zero(text: by
         for begin, end in itertools.pairwise(points):
             nesting.feed(text[begin:end])
     except documents.TooDeep:
+        assert 2 * deepest > documents.MAX_DEPTH, f"refused a text {deepest} deep"
         return
     assert deepest <= documents.MAX_DEPTH and nesting.flow == depth
