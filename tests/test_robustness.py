@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -98,28 +100,28 @@ def test_malformed_yaml_is_exit_2_or_handled(text: str, monkeypatch: Any, capsys
             assert len(err.strip().splitlines()) == 1
 
 
+@pytest.fixture(scope="module")
+def one_node(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One GPU node written once, under pytest's own temporary tree, so 200 examples leave nothing behind."""
+    path = tmp_path_factory.mktemp("nodes") / "node.yaml"
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n"},
+        "status": {"capacity": {"aliyun.com/gpu-mem": 8, "aliyun.com/gpu-count": 1}},
+    }
+    path.write_text(yaml.safe_dump(node))
+    return path
+
+
 @settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
 @given(docs=st.lists(objects(), min_size=1, max_size=4))
-def test_place_never_crashes_on_odd_objects(docs: list[Any], monkeypatch: Any, capsys: Any) -> None:
-    nodes = yaml.safe_dump_all(
-        [
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": "n"},
-                "status": {"capacity": {"aliyun.com/gpu-mem": 8, "aliyun.com/gpu-count": 1}},
-            }
-        ]
-    )
+def test_place_never_crashes_on_odd_objects(docs: list[Any], one_node: Path, monkeypatch: Any, capsys: Any) -> None:
     text = yaml.safe_dump_all(docs)
     monkeypatch.setattr("sys.stdin", io.StringIO(text))
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
-        handle.write(nodes)
-    code = main(["place", "--nodes", handle.name, "-", "-o", "json"])
+    code = main(["place", "--nodes", str(one_node), "-", "-o", "json"])
     out = capsys.readouterr()
     assert "Traceback" not in out.err and code in (0, 1, 2)
     if code != 2:
