@@ -58,10 +58,12 @@ class Process:
         return self.popen.poll() is None
 
     def stop(self) -> None:
+        # a short grace: no test reads anything after the stop, and kube-scheduler 1.22 and 1.24 do not exit on
+        # SIGTERM (each of their differential tests waited out all of a 10 s grace)
         if self.popen.poll() is None:
             self.popen.terminate()
             try:
-                self.popen.wait(10)
+                self.popen.wait(3)
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait(5)

@@ -21,10 +21,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cluster import ControlPlane
 from toolchain import control_plane_tools, need_tool, selected_minors
 
+E2E_DIR = Path(__file__).resolve().parent
+
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each minor's tests form one xdist group (tox runs `--dist loadgroup`): one worker runs them all, so no
+    other worker starts that minor's control planes too."""
     if "minor" in metafunc.fixturenames:
-        metafunc.parametrize("minor", selected_minors(), ids=lambda m: f"1.{m}", scope="module")
+        minors = [pytest.param(m, marks=pytest.mark.xdist_group(f"e2e-1.{m}")) for m in selected_minors()]
+        metafunc.parametrize("minor", minors, ids=lambda m: f"1.{m}", scope="module")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each module's end-to-end tests run minor by minor, so each module starts a minor's control plane once. As
+    collected (and as pytest orders them), a module's tests alternate between minors, pytest not regrouping a
+    module-scoped parameter that another parametrize multiplies: a test often started a plane anew (7 s)."""
+    minor_of = {
+        i: item.callspec.params["minor"]
+        for i, item in enumerate(items)
+        if E2E_DIR in item.path.parents and "minor" in getattr(getattr(item, "callspec", None), "params", {})
+    }
+    if not minor_of:
+        return
+    first: dict[Path, int] = {}  # modules keep their places; within each, its tests regroup by minor
+    for i, item in enumerate(items):
+        first.setdefault(item.path, i)
+    order = sorted(range(len(items)), key=lambda i: (first[items[i].path], minor_of.get(i, -1), i))
+    items[:] = [items[i] for i in order]
 
 
 @pytest.fixture(scope="module")
