@@ -5,6 +5,7 @@ what checks the newer minors (and the older ones again, against the real API rat
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,13 @@ from gpushare.generate.matrix import combos
 pytestmark = pytest.mark.e2e
 
 
+def client(cluster: ControlPlane, tmp_path: Path) -> DynamicClient:
+    """A dynamic client whose discovery cache is the test's own (by default it is left in the system's temporary
+    directory, a file for each server)."""
+    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    return DynamicClient(api, cache_file=str(tmp_path / "discovery.json"))
+
+
 def _dry_run(dynamic: DynamicClient, obj: dict[str, Any]) -> dict[str, Any]:
     resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
     namespace = obj["metadata"].get("namespace") if resource.namespaced else None
@@ -27,8 +35,8 @@ def _dry_run(dynamic: DynamicClient, obj: dict[str, Any]) -> dict[str, Any]:
     return dict(dynamic.request("post", path, body=obj).to_dict())
 
 
-def test_every_rendered_object_passes_a_strict_server_side_dry_run(cluster: ControlPlane) -> None:
-    dynamic = DynamicClient(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+def test_every_rendered_object_passes_a_strict_server_side_dry_run(cluster: ControlPlane, tmp_path: Path) -> None:
+    dynamic = client(cluster, tmp_path)
     checked = 0
     for doc in combos((f"1.{cluster.minor}",)):
         if doc["scheduler"]["mode"] == "control-plane":
@@ -49,9 +57,9 @@ def test_every_rendered_object_passes_a_strict_server_side_dry_run(cluster: Cont
 STRICT_FROM = 25
 
 
-def test_a_misspelt_field_is_refused(cluster: ControlPlane) -> None:
+def test_a_misspelt_field_is_refused(cluster: ControlPlane, tmp_path: Path) -> None:
     """The check can fail: strict validation names an unknown field (older servers drop it, as said above)."""
-    dynamic = DynamicClient(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+    dynamic = client(cluster, tmp_path)
     doc = {"profile": "open-source", "kubernetesVersion": f"1.{cluster.minor}"}
     (daemonset,) = [o for o in render(doc, format="manifests").objects if o["kind"] == "DaemonSet"]
     daemonset["spec"]["template"]["spec"]["nodeSelectr"] = {"a": "b"}
