@@ -37,18 +37,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Each module's end-to-end tests run minor by minor, so each module starts a minor's control plane once. As
     collected (and as pytest orders them), a module's tests alternate between minors, pytest not regrouping a
     module-scoped parameter that another parametrize multiplies: a test often started a plane anew (7 s)."""
-    minor_of = {
-        i: item.callspec.params["minor"]
-        for i, item in enumerate(items)
-        if E2E_DIR in item.path.parents and "minor" in getattr(getattr(item, "callspec", None), "params", {})
-    }
-    if not minor_of:
-        return
-    first: dict[Path, int] = {}  # modules keep their places; within each, its tests regroup by minor
+    first: dict[Path, int] = {}  # modules keep their places; within each, its tests regroup by minor (stably)
     for i, item in enumerate(items):
         first.setdefault(item.path, i)
-    order = sorted(range(len(items)), key=lambda i: (first[items[i].path], minor_of.get(i, -1), i))
-    items[:] = [items[i] for i in order]
+    items.sort(key=lambda item: (first[item.path], _minor(item)))
+
+
+def _minor(item: pytest.Item) -> int:
+    """The minor an end-to-end test runs on; -1 for any other test."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or E2E_DIR not in item.path.parents:
+        return -1
+    return int(callspec.params.get("minor", -1))
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,17 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
 
 
 def api(kubeconfig: Path) -> client.CoreV1Api:
     return client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+
+
+def dynamic(kubeconfig: Path, cache: Path) -> DynamicClient:
+    """A dynamic client whose discovery cache is `cache` (by default it is left in the system's temporary
+    directory, a file for each server)."""
+    return DynamicClient(api(kubeconfig).api_client, cache_file=str(cache))
 
 
 def gpu_node(

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import kube
 import pytest
 from cluster import ControlPlane
-from kubernetes import config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
@@ -18,13 +18,6 @@ from gpushare import render
 from gpushare.generate.matrix import combos
 
 pytestmark = pytest.mark.e2e
-
-
-def client(cluster: ControlPlane, tmp_path: Path) -> DynamicClient:
-    """A dynamic client whose discovery cache is the test's own (by default it is left in the system's temporary
-    directory, a file for each server)."""
-    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-    return DynamicClient(api, cache_file=str(tmp_path / "discovery.json"))
 
 
 def _dry_run(dynamic: DynamicClient, obj: dict[str, Any]) -> dict[str, Any]:
@@ -36,7 +29,7 @@ def _dry_run(dynamic: DynamicClient, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_every_rendered_object_passes_a_strict_server_side_dry_run(cluster: ControlPlane, tmp_path: Path) -> None:
-    dynamic = client(cluster, tmp_path)
+    dynamic = kube.dynamic(cluster.kubeconfig, tmp_path / "discovery.json")
     checked = 0
     for doc in combos((f"1.{cluster.minor}",)):
         if doc["scheduler"]["mode"] == "control-plane":
@@ -59,7 +52,7 @@ STRICT_FROM = 25
 
 def test_a_misspelt_field_is_refused(cluster: ControlPlane, tmp_path: Path) -> None:
     """The check can fail: strict validation names an unknown field (older servers drop it, as said above)."""
-    dynamic = client(cluster, tmp_path)
+    dynamic = kube.dynamic(cluster.kubeconfig, tmp_path / "discovery.json")
     doc = {"profile": "open-source", "kubernetesVersion": f"1.{cluster.minor}"}
     (daemonset,) = [o for o in render(doc, format="manifests").objects if o["kind"] == "DaemonSet"]
     daemonset["spec"]["template"]["spec"]["nodeSelectr"] = {"a": "b"}
