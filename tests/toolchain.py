@@ -366,6 +366,10 @@ def main(argv: list[str]) -> int:
         return 2
     # default: helm, etcd and the control plane of every selected end-to-end minor
     names = argv[1:] or [*TOOLS, *(f"1.{m}" for m in selected_minors())]
+    minors = sorted(kubernetes_patches())
+    for name in names:
+        if name not in TOOLS and name not in (f"1.{m}" for m in minors):
+            raise ValueError(f"build: {name!r} is not one of {', '.join(TOOLS)} or 1.{minors[0]}-1.{minors[-1]}")
     for name in names:
         # a minor (1.X) names its control plane
         tools = list(control_plane_tools(int(name.split(".")[1])).values()) if name.startswith("1.") else [TOOLS[name]]
@@ -377,4 +381,11 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except ValueError as exc:  # a name or GPUSHARE_E2E_MINORS naming nothing built here: a usage error
+        print(f"toolchain: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except ToolUnavailable as exc:  # no Go, or a build that failed: what to install, or the build's own output
+        print(f"toolchain: {exc}", file=sys.stderr)
+        sys.exit(1)
