@@ -353,7 +353,7 @@ def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
     return data[: head.end()].replace(b"items:\n", b"items: []\n") + data[end:], spans
 
 
-class _Yaml:
+class RapidYaml:
     """rapidyaml, one tree and one output buffer reused for every item (a new tree per item costs more than the
     parse; `emit_json_malloc` emits twice, once to size its result).
 
@@ -446,7 +446,7 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
     to the strict reader; the first said to start on `line`. A line at column 0 among them that is not an item
     ends the items before the last that `yaml_list` found: the file is then no List as kubectl writes it
     (NotKubectl, when the cut reaches it; looking for one first was another pass over the text, 6 us an item)."""
-    reader = _Yaml() if ryml is not None else None
+    reader = RapidYaml() if ryml is not None else None
     try:
         for start, end in _cut(data, spans, _YAML_LINE, partial(_yaml_line, data)):
             chunk = data[start:end]
