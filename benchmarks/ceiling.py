@@ -38,9 +38,6 @@ import inputs  # the generated files are shared with inputs.py
 
 T = TypeVar("T")
 
-#: The targets of issue 13, as inputs.py prints them.
-TARGETS = {"place, YAML": 20_000, "place, JSON": 50_000, "validate, YAML": 25_000}
-
 
 def timed(work: Callable[..., T], *args: Any) -> tuple[T, float]:
     from gpushare import collector
@@ -111,9 +108,9 @@ def measure(fmt: str, decode: Callable[[list[bytes]], list[Any]], files: dict[st
     _, ruling = timed(validate, pods, ClusterFacts()) if fmt == "YAML" else (None, 0.0)
     ceiling = count / max(placing, (decoding + modelling + placing) / 2)
     line = f"{fmt:<6} {decoding:>7.2f} {reading:>6.2f} {modelling:>6.2f} {placing:>7.2f} {ruling:>6.2f}   "
-    line += f"place {ceiling:,.0f} pods/s ({TARGETS[f'place, {fmt}']:,})"
+    line += f"place {ceiling:,.0f} pods/s ({inputs.TARGETS[f'place, {fmt}']:,})"
     if ruling:
-        line += f", validate {count / ((decoding + ruling) / 2):,.0f} objects/s ({TARGETS['validate, YAML']:,})"
+        line += f", validate {count / ((decoding + ruling) / 2):,.0f} objects/s ({inputs.TARGETS['validate, YAML']:,})"
     return line
 
 
@@ -132,4 +129,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
