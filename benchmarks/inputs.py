@@ -469,9 +469,14 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run(entry: Callable[[], int]) -> None:
+    """A benchmark's main, ended by Ctrl-C with one line (exit 130) rather than a traceback."""
     try:
-        sys.exit(main())
+        sys.exit(entry())
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    run(main)
