@@ -122,7 +122,8 @@ def test_a_pod_copied_with_changes_keeps_every_other_field() -> None:
     from dataclasses import fields
 
     from gpushare.kube.selectors import from_set
-    from gpushare.placement.model import Pod, Requirement, SpreadConstraint, Toleration, with_changes
+    from gpushare.kube.podspec import HostPort, Requirement, SpreadConstraint, Toleration
+    from gpushare.placement.model import Pod, with_changes
 
     spread = (SpreadConstraint("zone", 1, from_set({"app": "a"})),)
     pod = Pod(
@@ -133,6 +134,7 @@ def test_a_pod_copied_with_changes_keeps_every_other_field() -> None:
         nz_memory=12, images=("img:1",), preferred=((13, (Requirement("w", "In", ("x",)),)),), spread=spread,
         spread_own=True, hard_spread=spread[::-1] + spread, owner=("ReplicaSet", "u"), pod_affinity=None,
         ns_labels=(("team", "b"),), template=14, scheduler_name="other-scheduler",
+        host_ports=(HostPort("TCP", "", 8080),), priority=15,
     )  # fmt: skip
     assert {f.name for f in fields(Pod) if f.init} - {"pod_affinity"} == {
         f.name for f in fields(Pod) if f.init and getattr(pod, f.name) != getattr(Pod("", ""), f.name)

@@ -11,8 +11,10 @@ import pytest
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.kubescheduler import scoring_profile
 from gpushare.kube.documents import Source
-from gpushare.placement import Semantics, scoring, spreading
+from gpushare.placement import Semantics
 from gpushare.placement.inputs import build
+from gpushare.placement.plugins import noderesources, podtopologyspread
+from gpushare.placement.profiles import profile as profile_of
 from gpushare.placement.run import charge_existing
 
 
@@ -45,7 +47,7 @@ def model(nodes: list[dict[str, Any]], running: list[dict[str, Any]], new: dict[
     semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(minor))
     src = [Source(o, "test") for o in nodes], [Source(o, "test") for o in running], [Source(new, "test")]
     inventory = build(*src, semantics)
-    charge_existing(inventory.nodes, inventory.existing, semantics)
+    charge_existing(inventory.nodes, inventory.existing, profile_of(semantics))
     return inventory.nodes, inventory.new[0], semantics.scheduler
 
 
@@ -57,7 +59,7 @@ def test_balanced_nothing_scheduled_differently_sized_machines(minor: int, expec
     nodes, new, profile = model(
         [node("m1", 4000, 10000), node("m2", 6000, 10000)], [], pod("p", *CPU_AND_MEMORY), minor
     )
-    assert [scoring.balanced_score(n, new, profile) for n in nodes] == expected
+    assert [noderesources.balanced(n, new, profile) for n in nodes] == expected
 
 
 @pytest.mark.parametrize(("minor", "expected"), [(20, [40, 65]), (24, [70, 82])])
@@ -69,7 +71,7 @@ def test_balanced_no_resources_requested_pods_scheduled_with_resources(minor: in
         pod("d", *CPU_AND_MEMORY, on="m2"),
     ]
     nodes, new, profile = model([node("m1", 10000, 20000), node("m2", 10000, 20000)], running, pod("p"), minor)
-    assert [scoring.balanced_score(n, new, profile) for n in nodes] == expected
+    assert [noderesources.balanced(n, new, profile) for n in nodes] == expected
 
 
 @pytest.mark.parametrize(
@@ -80,14 +82,14 @@ def test_balanced_resources_requested_pods_scheduled(memory: int, minor: int, ex
     running = [pod("a", *CPU_ONLY, on="m1"), pod("b", *CPU_AND_MEMORY, on="m2")]
     nodes = [node("m1", 10000, 20000), node("m2", 10000, memory)]
     nodes_, new, profile = model(nodes, running, pod("p", *CPU_AND_MEMORY), minor)
-    assert [scoring.balanced_score(n, new, profile) for n in nodes_] == expected
+    assert [noderesources.balanced(n, new, profile) for n in nodes_] == expected
 
 
 @pytest.mark.parametrize(("minor", "expected"), [(20, 37), (21, 37), (22, 75), (28, 75)])
 def test_least_allocated_counts_a_resource_the_node_has_none_of_only_before_1_22(minor: int, expected: int) -> None:
     # cpu: (4000 - 1000) * 100 / 4000 = 75; memory: the node has none. 1.20-1.21 score it 0 and average: 37.
     nodes, new, profile = model([node("m1", 4000, 0)], [], pod("p", ("1000m", "0")), minor)
-    assert scoring.least_allocated_score(nodes[0], new.nz_cpu, new.nz_memory, profile) == expected
+    assert noderesources.least_allocated(nodes[0], new.nz_cpu, new.nz_memory, profile) == expected
 
 
 def test_containers_without_requests_count_100m_and_200mib_when_scoring() -> None:
@@ -117,12 +119,12 @@ def test_spreading_truncates_before_1_24_and_rounds_from_it(minor: int, expected
     nodes = [node(f"m{i}", 8000, 32 << 30) for i in (1, 2, 3)]
     nodes_, new_model, profile = model(nodes, [*running, replica_set], new, minor)
     assert [c.topology_key for c in new_model.spread] == [key for key, _ in ks.SYSTEM_DEFAULT_SPREAD]
-    spread = scoring.SCORERS[ks.POD_TOPOLOGY_SPREAD](new_model, nodes_, nodes_, profile)
+    spread = podtopologyspread.PodTopologySpread(profile).score(new_model, nodes_, nodes_)
     assert spread == expected
 
 
 def test_default_spreading_reads_the_controller_from_1_22_and_every_matching_one_before() -> None:
-    owners = spreading.Owners()
+    owners = podtopologyspread.Owners()
     for name, selector in (("web-a", {"app": "web", "hash": "a"}), ("web-any", {"app": "web"})):
         owners.add(
             Source(

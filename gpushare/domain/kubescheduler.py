@@ -15,16 +15,23 @@ from dataclasses import dataclass
 
 from gpushare.domain.versions import CONFIG_APIS, MINORS, POLICY, default_api, served_apis
 
-# Score plugins of the default profile.
+# Every plugin's name, kube-scheduler's (pkg/scheduler/framework/plugins/names) and gpushare's own: the weights
+# below, the profiles and each plugin's module take them from here.
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
 NODE_RESOURCES_FIT = "NodeResourcesFit"  # scoring strategy LeastAllocated (v1beta2 and later)
 LEAST_ALLOCATED = "NodeResourcesLeastAllocated"  # the same score as a plugin of its own (v1beta1, Policy)
 BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 IMAGE_LOCALITY = "ImageLocality"
 INTER_POD_AFFINITY = "InterPodAffinity"
 NODE_AFFINITY = "NodeAffinity"
+NODE_PORTS = "NodePorts"
 PREFER_AVOID_PODS = "NodePreferAvoidPods"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 TAINT_TOLERATION = "TaintToleration"
+#: ACK's node modes (`ack.node.gpu.schedule`): which nodes share GPUs, and which allocate compute.
+GPU_NODE_MODE = "GPUNodeMode"
+#: The GPU-sharing device filter: the open-source extender's, or ACK's allocator's (the same name in a report).
+GPU_SHARE = "GPUShare"
 
 Weights = tuple[tuple[str, int], ...]
 
@@ -201,6 +208,48 @@ class ScoringProfile:
         """1.36 on: BalancedAllocation scores how much the pod improves the node's balance: 50 + (50 + with - without)
         / 2, each side the 1.22 score of the node's requests with and without the pod."""
         return self.minor >= 36
+
+    @property
+    def reads_namespace_selector(self) -> bool:
+        """1.22 on: a pod affinity term's namespaceSelector counts (PodAffinityNamespaceSelector, beta and on)."""
+        return self.minor >= 22
+
+    @property
+    def adds_namespace_name_label(self) -> bool:
+        """1.21 on: every namespace carries the label kubernetes.io/metadata.name (NamespaceDefaultLabelName)."""
+        return self.minor >= 21
+
+    @property
+    def affinity_reason_generic(self) -> bool:
+        """1.20-1.21: InterPodAffinity's filter adds "node(s) didn't match pod affinity/anti-affinity" to its reason."""
+        return self.minor <= 21
+
+    @property
+    def affinity_score_from_zero(self) -> bool:
+        """1.20: InterPodAffinity's normalisation starts both its bounds at 0 (min(0, ...), max(0, ...))."""
+        return self.minor <= 20
+
+    @property
+    def spread_counts_eligible_only(self) -> bool:
+        """1.24 on: a hard spreading constraint counts the pods on eligible nodes only; before, on every node in a
+        domain some eligible node opened."""
+        return self.minor >= 24
+
+    @property
+    def reads_inclusion_policies(self) -> bool:
+        """1.26 on: nodeAffinityPolicy and nodeTaintsPolicy say which nodes a constraint counts (NodeInclusionPolicy
+        InPodTopologySpread); before, the pod's node selector and required affinity."""
+        return self.minor >= 26
+
+    @property
+    def reads_match_label_keys(self) -> bool:
+        """1.27 on: a spread constraint's matchLabelKeys add the pod's own values to its selector."""
+        return self.minor >= 27
+
+    @property
+    def spread_min_domains(self) -> bool:
+        """1.27 on: a hard constraint with fewer eligible domains than minDomains counts its minimum as 0."""
+        return self.minor >= 27
 
     @property
     def retries_at_once(self) -> bool:

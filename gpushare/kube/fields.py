@@ -4,7 +4,10 @@ an uncompiled module cost it a Python call each."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+from gpushare.errors import shown
 
 
 def mapping(value: Any) -> dict[str, Any]:
@@ -15,3 +18,21 @@ def mapping(value: Any) -> dict[str, Any]:
 def sequence(value: Any) -> list[Any]:
     """A field of a document as a list: what YAML gave when it is one, else empty."""
     return value if isinstance(value, list) else []
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why an object cannot be taken as it is: the rule it breaks, the field, the value and what is allowed."""
+
+    rule: str
+    field: str
+    value: Any
+    allowed: str
+
+    @property
+    def offence(self) -> tuple[str, Any, str]:
+        return self.field, self.value, self.allowed
+
+    @property
+    def message(self) -> str:
+        return f"{self.field}: {shown(self.value)} is not allowed; expected {self.allowed} [{self.rule}]"

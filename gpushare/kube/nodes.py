@@ -11,8 +11,7 @@ from typing import Any
 from gpushare.domain import labels
 from gpushare.domain.quantity import QuantityError, count, milli, whole
 from gpushare.kube.documents import Source
-from gpushare.kube.fields import mapping
-from gpushare.kube.workloads import Problem
+from gpushare.kube.fields import Problem, mapping
 
 MALFORMED = "GN301"
 #: kubelet's default when a Node reports no pod capacity.

@@ -1,10 +1,9 @@
-"""Pods and controllers, read once for every command: what a pod asks for, and what is wrong with it.
+"""Pods and controllers, read once for every command: which pods an object stands for, and what is wrong with them.
 
 `place`, `validate` and `preflight` all read workloads here, so a pod means the same to each and a
-malformed one is reported with the same rule ID everywhere. Reading is lenient: a bad value becomes a
-`Problem` (rule ID, field, value, what is allowed), never an exception. Requests are counted the way
-kube-scheduler counts them for node-level fit (containers summed, the largest init container if larger,
-plus overhead), and the GPU memory also the way the gpushare extender counts it (containers only).
+malformed one is reported with the same rule ID everywhere. A controller's pod template is read as a pod; the
+pod spec itself is read by `gpushare.kube.podspec`. Reading is lenient: a bad value becomes a `Problem` (rule ID,
+field, value, what is allowed), never an exception; ACK's rules on what one pod may ask are checked here.
 """
 
 from __future__ import annotations
@@ -15,18 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.domain import labels
-from gpushare.domain.kubescheduler import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
-from gpushare.domain.quantity import QuantityError, count, milli, whole
-from gpushare.errors import shown
+from gpushare.kube import podspec
 from gpushare.kube.documents import Source
-from gpushare.kube.fields import mapping, sequence
+from gpushare.kube.fields import Problem, mapping, sequence
+from gpushare.kube.podspec import MALFORMED as MALFORMED  # the rules and place name the reading's problems by it
+from gpushare.kube.podspec import Requests
 
 CONTROLLERS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet")
 WORKLOAD_KINDS = ("Pod", *CONTROLLERS)
 
 # Rule IDs of the problems found while reading (their entries, with severity and remediation, are in
 # gpushare.policy.rules.workloads).
-MALFORMED = "GW201"
 CORE_STEP = "GW202"
 CORE_NEEDS_MEM = "GW203"
 GPU_COUNT = "GW204"
@@ -34,24 +32,6 @@ MULTI_WITH_CORE = "GW205"
 
 CORE_FIELD = f"resources.limits.{labels.GPU_CORE}"
 MEM_FIELD = f"resources.limits.{labels.GPU_MEM}"
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Why a pod cannot be taken as it is: the rule it breaks, the field, the value and what is allowed."""
-
-    rule: str
-    field: str
-    value: Any
-    allowed: str
-
-    @property
-    def offence(self) -> tuple[str, Any, str]:
-        return self.field, self.value, self.allowed
-
-    @property
-    def message(self) -> str:
-        return f"{self.field}: {shown(self.value)} is not allowed; expected {self.allowed} [{self.rule}]"
 
 
 @dataclass
@@ -67,28 +47,29 @@ class Workload:
     source: Source
     #: Pods a controller asks for (replicas, parallelism); None for a Pod and a DaemonSet.
     replicas: int | None = None
-    gpu_mem: int = 0  # aliyun.com/gpu-mem over the containers: what the extender counts
-    core: int = 0  # aliyun.com/gpu-core.percentage over the containers
-    cpu: int = 0  # millicores, node-level as kube-scheduler counts them
-    memory: int = 0  # bytes, node-level
-    #: Every resource of the pod, node-level (containers summed, largest init container, overhead).
-    requests: dict[str, int] = field(default_factory=dict)
-    #: cpu (millicores) and memory (bytes) as kube-scheduler scores nodes: a container that requests none counts
-    #: 100m and 200 MiB (pkg/scheduler/util GetNonzeroRequests), summed and maxed like the requests.
-    nz_cpu: int = 0
-    nz_memory: int = 0
-    images: list[str] = field(default_factory=list)  # spec.containers[*].image, in order
-    init_images: list[str] = field(default_factory=list)  # spec.initContainers[*].image, in order
+    #: What the pod spec asks for (`podspec.read`): its containers' requests, images and environment.
+    pod: Requests = field(default_factory=Requests)
     #: A controller's own `spec.selector` (the pods it owns), as written; None for a Pod.
     selector: Any = None
     #: A Pod's controller (ownerReferences entry with controller: true): (apiVersion, kind, name, uid).
     controller: tuple[str, str, str, str] | None = None
-    env: list[tuple[str, str, Any]] = field(default_factory=list)  # (container, name, value)
     problems: list[Problem] = field(default_factory=list)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def gpu_mem(self) -> int:
+        return self.pod.gpu_mem
+
+    @property
+    def core(self) -> int:
+        return self.pod.core
+
+    @property
+    def env(self) -> list[tuple[str, str, Any]]:
+        return self.pod.env
 
     @property
     def node_selector(self) -> dict[str, Any]:
@@ -111,104 +92,6 @@ class Workload:
 
     def problems_of(self, rule: str) -> Iterator[tuple[str, Any, str]]:
         return (p.offence for p in self.problems if p.rule == rule)
-
-
-def _resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    res = mapping(container.get("resources"))
-    return mapping(res.get("requests")), mapping(res.get("limits"))
-
-
-def _quantity(resource: str) -> Any:
-    if resource == "cpu":
-        return milli
-    if resource in (labels.GPU_MEM, labels.GPU_CORE, labels.GPU_COUNT) or "/" in resource:
-        return count
-    return whole
-
-
-def _read_containers(view: Workload) -> None:
-    """Sum the requests; every quantity that does not parse is a problem, never an exception."""
-    spec = view.spec
-    summed: dict[str, int] = {}
-    init_max: dict[str, int] = {}
-    nz_sum, nz_init = [0, 0], [0, 0]
-    for kind in ("containers", "initContainers"):
-        for i, raw in enumerate(sequence(spec.get(kind))):
-            if not isinstance(raw, dict):
-                view.problems.append(Problem(MALFORMED, f"spec.{kind}[{i}]", raw, "a container (a mapping)"))
-                continue
-            cname = str(raw.get("name", i))
-            requests, limits = _resources(raw)
-            nz = [DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST]  # replaced below by what the container asks
-            for resource in {*requests, *limits}:
-                # the request counts (a limit stands in for a missing one); GPU resources are written as limits
-                first, second = (
-                    (limits, requests) if resource in (labels.GPU_MEM, labels.GPU_CORE) else (requests, limits)
-                )
-                table = first if resource in first else second
-                value, where = table[resource], "limits" if table is limits else "requests"
-                try:
-                    amount = _quantity(str(resource))(value)
-                except QuantityError as exc:
-                    view.problems.append(
-                        Problem(
-                            MALFORMED,
-                            f"{kind}[{cname}].resources.{where}.{resource}",
-                            value,
-                            f"a whole, non-negative number ({exc})"
-                            if _quantity(str(resource)) is count
-                            else f"a Kubernetes quantity ({exc})",
-                        )
-                    )
-                    continue
-                if (
-                    "/" in str(resource)
-                    and resource in limits
-                    and resource in requests
-                    and str(limits[resource]) != str(requests[resource])
-                ):
-                    view.problems.append(
-                        Problem(
-                            MALFORMED,
-                            f"{kind}[{cname}].resources.requests.{resource}",
-                            requests[resource],
-                            f"equal to the limit {limits[resource]!r} (extended resources)",
-                        )
-                    )
-                if resource in ("cpu", "memory"):
-                    nz[resource == "memory"] = amount
-                if kind == "containers":
-                    summed[resource] = summed.get(resource, 0) + amount
-                else:
-                    init_max[resource] = max(init_max.get(resource, 0), amount)
-            for j in (0, 1):
-                if kind == "containers":
-                    nz_sum[j] += nz[j]
-                else:
-                    nz_init[j] = max(nz_init[j], nz[j])
-            (view.images if kind == "containers" else view.init_images).append(str(raw.get("image") or ""))
-            if kind == "containers":
-                for entry in sequence(raw.get("env")):
-                    entry = mapping(entry)
-                    if "name" in entry:
-                        view.env.append((cname, str(entry["name"]), entry.get("value")))
-    view.gpu_mem = summed.get(labels.GPU_MEM, 0)
-    view.core = summed.get(labels.GPU_CORE, 0)
-    requests = {r: max(summed.get(r, 0), init_max.get(r, 0)) for r in {*summed, *init_max}}
-    nz = [max(nz_sum[j], nz_init[j]) for j in (0, 1)]
-    for resource, value in mapping(spec.get("overhead")).items():
-        try:
-            amount = _quantity(str(resource))(value)
-        except QuantityError as exc:
-            view.problems.append(Problem(MALFORMED, f"spec.overhead.{resource}", value, f"a quantity ({exc})"))
-            continue
-        requests[resource] = requests.get(resource, 0) + amount
-        if resource in ("cpu", "memory"):
-            nz[resource == "memory"] += amount
-    view.nz_cpu, view.nz_memory = nz
-    view.requests = requests
-    view.cpu = requests.get("cpu", 0)
-    view.memory = requests.get("memory", 0)
 
 
 def _check_gpu_request(view: Workload) -> None:
@@ -320,6 +203,7 @@ def read_workload(src: Source) -> Workload | None:
             field_name = "spec.parallelism" if kind in ("Job", "CronJob") else "spec.replicas"
             view.problems.append(Problem(MALFORMED, field_name, replicas, "a whole number >= 0"))
             view.replicas = 0
-    _read_containers(view)
+    view.pod = podspec.read(spec)
+    view.problems += view.pod.problems
     _check_gpu_request(view)
     return view

@@ -1,10 +1,11 @@
 """The fast engine: the same filter, score and bind steps as the reference, found through indexes.
 
-- Nodes that pass the label-and-taint filters for a kind of pod form a class, computed once per kind.
+- Nodes that pass the profile's static filters (labels, taints, spec) for a kind of pod form a class, computed once
+  per kind.
 - Per class and GPU count M, a segment tree over "what a node can give on each of M GPUs" holds, at
   each capacity, the nodes ordered by score; the best fitting node is a walk over O(log capacity)
-  segments instead of a scan of the fleet. Candidates are confirmed by the very plugin functions the
-  reference engine calls, so only the search differs.
+  segments instead of a scan of the fleet. Candidates are confirmed by the very plugins the reference engine
+  calls, so only the search differs. Where kube-scheduler's scores choose the node, `scoreindex` finds them.
 - Binpack makes a node that just took a pod even more preferred, so the next identical pod (replicas
   come in a row) goes straight to it while it still fits and nothing else changed; index updates are
   deferred until a search needs them.
@@ -16,10 +17,13 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpushare.placement import interpod, plugins, requeue, scoring
+from gpushare.placement import requeue
 from gpushare.placement.capacity import CapacityIndex, Key
-from gpushare.placement.interpod import Cycle
-from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement.framework import Cycle, Rejection
+from gpushare.placement.model import Node, Pod
+from gpushare.placement.plugins import noderesources
+from gpushare.placement.plugins.gpushare import kind
+from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 from gpushare.placement.scoreindex import ScoreIndex
 
@@ -28,7 +32,7 @@ class NodeClass:
     """The nodes a kind of pod passes the static filter plugins on, with the rejections of the others."""
 
     def __init__(
-        self, kind: str, members: list[Node], static: Counter[str], static_by_node: dict[int, plugins.Rejection]
+        self, kind: str, members: list[Node], static: Counter[str], static_by_node: dict[int, Rejection]
     ) -> None:
         self.kind = kind
         self.static_by_node = static_by_node
@@ -38,13 +42,11 @@ class NodeClass:
 
 
 class FastEngine:
-    def __init__(
-        self, nodes: list[Node], semantics: Semantics, explain: bool = False, pods: Sequence[Pod] = ()
-    ) -> None:
+    def __init__(self, nodes: list[Node], profile: Profile, explain: bool = False, pods: Sequence[Pod] = ()) -> None:
         self.nodes = nodes
-        #: upstream: kube-scheduler's scores, found per group of alike nodes
-        self.scored = ScoreIndex(nodes, semantics, pods) if semantics.name == "upstream" else None
-        self.semantics = semantics
+        #: kube-scheduler's scores, found per group of alike nodes (where the profile scores)
+        self.scored = ScoreIndex(nodes, profile, pods) if profile.scored else None
+        self.profile = profile
         self.explain = explain
         self.limit = max((g.total for n in nodes for g in n.gpus), default=0)
         self.classes: dict[tuple[Any, ...], NodeClass] = {}
@@ -60,7 +62,8 @@ class FastEngine:
         self.pending_memo: dict[tuple[Any, ...], tuple[int, Pending]] = {}
 
     def key(self, node: Node) -> Key:
-        score, name = plugins.score_key(node, self.semantics)
+        assert self.profile.node_order is not None  # the capacity indexes serve profiles without scores
+        score, name = self.profile.node_order(node)
         return (score, name, node.id)
 
     def node_class(self, pod: Pod) -> NodeClass:
@@ -69,13 +72,13 @@ class FastEngine:
         if found is None:
             members, static, by_node = [], Counter[str](), {}
             for node in self.nodes:
-                rejected = plugins.static_rejection(node, pod, self.semantics)
+                rejected = self.profile.static_rejection(node, pod)
                 if rejected is None:
                     members.append(node)
                 else:
                     static.update(rejected.reasons)
                     by_node[node.id] = rejected
-            found = self.classes[signature] = NodeClass(signature[-1], members, static, by_node)
+            found = self.classes[signature] = NodeClass(kind(pod), members, static, by_node)
         return found
 
     def index(self, cls: NodeClass, pod: Pod) -> CapacityIndex:
@@ -85,7 +88,7 @@ class FastEngine:
             self.flush()
             found = cls.indexes[slot] = CapacityIndex(self.limit, pod.gpu_count, cls.kind)
             for node in cls.members:
-                cap, key = plugins.gpu_capacity(node, found.m, cls.kind, self.semantics), self.key(node)
+                cap, key = self.profile.gpus.capacity(node, found.m, cls.kind), self.key(node)
                 found.add(cap, key)
                 self.entries[node.id].append(found)
                 self.indexed[(node.id, id(found))] = (cap, key)
@@ -109,7 +112,7 @@ class FastEngine:
                 old_cap, old_key = self.indexed[slot]
                 cap = caps.get((index.m, index.kind), -1)
                 if cap < 0:
-                    cap = caps[(index.m, index.kind)] = plugins.gpu_capacity(node, index.m, index.kind, self.semantics)
+                    cap = caps[(index.m, index.kind)] = self.profile.gpus.capacity(node, index.m, index.kind)
                 if cap != old_cap or key != old_key:
                     index.remove(old_cap, old_key)
                     index.add(cap, key)
@@ -118,18 +121,18 @@ class FastEngine:
 
     def fits(self, node: Node, pod: Pod, cycle: Cycle | None = None) -> bool:
         """A member of the pod's class fits when the dynamic filter plugins pass."""
-        return plugins.dynamic_rejection(node, pod, self.semantics, cycle) is None
+        return self.profile.dynamic_rejection(node, pod, cycle) is None
 
     def cycle(self, pod: Pod) -> Cycle | None:
         """The pod's counts of other pods, when a rule between pods applies to it (else None: the indexes serve)."""
-        if not interpod.needs_cycle(pod, self.anti_affinity_bound > 0):
+        if not self.profile.needs_cycle(pod, self.anti_affinity_bound > 0):
             return None
-        return interpod.prefilter(pod, self.nodes, self.semantics.scheduler)
+        return self.profile.prefilter(pod, self.nodes)
 
     def best(self, pod: Pod, cls: NodeClass) -> Node | None:
         memo_key = (pod.static_signature, pod.shape)
         memo = self.memo.get(memo_key)
-        if memo is not None and memo[0] == self.version and self.semantics.placement == "binpack":
+        if memo is not None and memo[0] == self.version and self.profile.semantics.placement == "binpack":
             node = self.nodes[memo[1]]
             if self.fits(node, pod):
                 return node
@@ -142,7 +145,7 @@ class FastEngine:
             if self.fits(node, pod):
                 chosen = node
                 break
-            if plugins.resources_exhausted(node, pod):
+            if noderesources.exhausted(node, pod):
                 spent.append(node)
         for node in spent:
             self.drop(index, node)
@@ -157,9 +160,9 @@ class FastEngine:
             reasons, by_node = tuple(sorted((cls.static + self.scored.reasons(pod, cls.members)).items())), ()
         else:
             why = Counter(cls.static)
-            dynamic: dict[int, plugins.Rejection] = {}
+            dynamic: dict[int, Rejection] = {}
             for node in cls.members:
-                rejected = plugins.dynamic_rejection(node, pod, self.semantics, cycle)
+                rejected = self.profile.dynamic_rejection(node, pod, cycle)
                 if rejected is not None:  # always: no member fits, or the search would have found it
                     why.update(rejected.reasons)
                     dynamic[node.id] = rejected
@@ -175,8 +178,8 @@ class FastEngine:
     def bind(self, node: Node, pod: Pod, best: bool = True, tied: int = 1) -> Assignment:
         """Charge the pod to the node; `best` says the node was the best choice, so the next identical pod may
         go straight to it (ack)."""
-        gpus = plugins.choose_gpus(node, pod, self.semantics)
-        plugins.charge(node, pod, gpus)
+        gpus = self.profile.gpus.choose_gpus(node, pod)
+        node.add_pod(pod, gpus)
         if pod.pod_affinity is not None and pod.pod_affinity.required_anti:
             self.anti_affinity_bound += 1
         self.version += 1
@@ -192,10 +195,10 @@ class FastEngine:
 
     def fixed(self, pod: Pod, name: str) -> Assignment | Pending:
         """--node-order replay: the pod goes to the named node if it fits there, else stays pending."""
-        cycle = interpod.prefilter(pod, self.nodes, self.semantics.scheduler)
+        cycle = self.profile.prefilter(pod, self.nodes)
         for node in self.nodes:
             if node.name == name:
-                rejected = plugins.rejection(node, pod, self.semantics, cycle)
+                rejected = self.profile.rejection(node, pod, cycle)
                 if rejected is None:
                     return self.bind(node, pod, best=False)
                 reasons = tuple(sorted(Counter(rejected.reasons).items()))
@@ -207,13 +210,13 @@ class FastEngine:
 def place(
     nodes: list[Node],
     pods: list[Pod],
-    semantics: Semantics,
+    profile: Profile,
     node_order: dict[str, str] | None = None,
     explain: bool = False,
     tick: Callable[[], None] = lambda: None,
 ) -> PlacementResult:
-    engine = FastEngine(nodes, semantics, explain, pods)
-    result = PlacementResult(semantics, nodes=nodes)
+    engine = FastEngine(nodes, profile, explain, pods)
+    result = PlacementResult(profile.semantics, nodes=nodes)
     order = node_order or {}
 
     def attempt(pod: Pod) -> Assignment | Pending:
@@ -226,14 +229,14 @@ def place(
             if found is None:
                 return engine.pending(pod, cls)
             return engine.bind(found[0], pod, best=False, tied=found[1])
-        if semantics.name == "upstream" or cycle is not None:  # scored node by node
+        if profile.scored or cycle is not None:  # node by node
             fitting = [n for n in cls.members if engine.fits(n, pod, cycle)]
             if not fitting:
                 return engine.pending(pod, cls, cycle)
-            chosen, tied = scoring.choose_node(pod, fitting, nodes, semantics)
+            chosen, tied = profile.choose(pod, fitting, nodes)
             return engine.bind(chosen, pod, best=False, tied=tied)
         node = engine.best(pod, cls)
         return engine.pending(pod, cls) if node is None else engine.bind(node, pod)
 
-    requeue.drive(pods, attempt, semantics, result, tick, lambda pod: pod.key in order)
+    requeue.drive(pods, attempt, profile, result, tick, lambda pod: pod.key in order)
     return result

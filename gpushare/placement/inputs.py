@@ -3,141 +3,45 @@
 `kubectl get nodes -o yaml` and `kubectl get pods -A -o yaml` are valid inputs as they are: List
 documents and multi-document files both work. Workloads and Nodes are read by
 `gpushare.kube` (the same readers `validate` uses); here controllers become their pods in order
-(`<name>-<i>`, a DaemonSet one pod per node it admits) and a pod the semantics refuses becomes an invalid
+(`<name>-<i>`, a DaemonSet one pod per node it admits) and a pod the profile refuses becomes an invalid
 pod, its reason worded and numbered as `gpushare validate` reports it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 from gpushare.domain import labels, profiles
 from gpushare.domain.labels import Placement
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import InputError
-from gpushare.kube import selectors, workloads
+from gpushare.kube import podspec, selectors, workloads
 from gpushare.kube.documents import Source
-from gpushare.kube.fields import mapping, sequence
+from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo, read_node
+from gpushare.kube.podspec import Requirement, Taint, Toleration
 from gpushare.kube.selectors import SelectorError
 from gpushare.kube.workloads import Workload, read_workload
-from gpushare.placement import interpod, plugins, spreading
-from gpushare.placement.model import Gpu, Node, Pod, Requirement, Semantics, Taint, Toleration, with_changes
-from gpushare.placement.spreading import Owners
-
-#: Node annotation NodePreferAvoidPods reads (v1.PreferAvoidPodsAnnotationKey).
-PREFER_AVOID_PODS = "scheduler.alpha.kubernetes.io/preferAvoidPods"
-
-#: Problems that make a pod invalid under each semantics: upstream knows no compute nor gpu-count label.
-_REFUSED = {
-    "upstream": {workloads.MALFORMED},
-    "ack": {
-        workloads.MALFORMED,
-        workloads.CORE_STEP,
-        workloads.CORE_NEEDS_MEM,
-        workloads.GPU_COUNT,
-        workloads.MULTI_WITH_CORE,
-    },
-}
+from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
+from gpushare.placement.plugins import imagelocality, interpodaffinity, nodepreferavoidpods, nodeunschedulable
+from gpushare.placement.plugins.podtopologyspread import TEMPLATE_HASH, Owners, soft_constraints
+from gpushare.placement.profiles import Profile, profile
 
 
-def invalid_reason(view: Workload, semantics: Semantics) -> str | None:
-    """The first problem the semantics refuses, in the words and with the rule ID `gpushare validate` uses."""
+def invalid_reason(view: Workload, plugins: Profile) -> str | None:
+    """The first problem the profile refuses, in the words and with the rule ID `gpushare validate` uses."""
     for problem in view.problems:
-        if problem.rule in _REFUSED[semantics.name]:
+        if problem.rule in plugins.refuses:
             return problem.message
     return None
 
 
-def _term(term: dict[str, Any]) -> tuple[Requirement, ...]:
-    """A NodeSelectorTerm: its matchExpressions and matchFields, ANDed."""
-    result = []
-    for part in ("matchExpressions", "matchFields"):
-        for i, e in enumerate(term.get(part) or []):
-            key, operator = _strings((e["key"], e["operator"]), ("key", "operator"), part, i)
-            result.append(
-                Requirement(key, operator, tuple(str(v) for v in e.get("values") or ()), part == "matchFields")
-            )
-    return tuple(result)
-
-
-def _strings(values: tuple[Any, ...], names: tuple[str, ...], field: str, index: int) -> tuple[Any, ...]:
-    """Fields Kubernetes types as strings (or leaves out) of entry `index` of a list `field`: the API server refuses
-    anything else, and the model hashes them."""
-    for value, name in zip(values, names, strict=True):
-        if value is not None and not isinstance(value, str):
-            raise ValueError(f"{field}[{index}].{name}: {json.dumps(value, default=str)} is not a string")
-    return values
-
-
-def _node_affinity(spec: dict[str, Any]) -> dict[str, Any]:
-    return (spec.get("affinity") or {}).get("nodeAffinity") or {}
-
-
-def _affinity(spec: dict[str, Any]) -> tuple[tuple[Requirement, ...], ...]:
-    """Required node affinity: terms ORed. A term without requirements matches no node (component-helpers
-    nodeaffinity), so it is left out; a selector left with no term matches nothing (`NO_NODE`)."""
-    required = _node_affinity(spec).get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required is None:
-        return ()
-    terms = tuple(t for t in (_term(term) for term in required.get("nodeSelectorTerms") or []) if t)
-    return terms or NO_NODE
-
-
-#: Required node affinity no node satisfies (every term empty).
-NO_NODE: tuple[tuple[Requirement, ...], ...] = ((Requirement("metadata.name", "In", (), field=True),),)
-
-
-def _preferred(spec: dict[str, Any]) -> tuple[tuple[int, tuple[Requirement, ...]], ...]:
-    """Preferred node affinity: (weight, requirements), terms of weight 0 or without requirements left out."""
-    result = []
-    for entry in _node_affinity(spec).get("preferredDuringSchedulingIgnoredDuringExecution") or []:
-        weight, term = int(entry.get("weight") or 0), _term(entry.get("preference") or {})
-        if weight and term:
-            result.append((weight, term))
-    return tuple(result)
-
-
-def normalized_image(name: str) -> str:
-    """ImageLocality's lookup name: `:latest` added when the reference names no tag."""
-    return name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
-
-
-def _tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
-    """The pod's tolerations, one shared tuple for each distinct set."""
-    raw = tuple(
-        (t.get("key"), t.get("operator", "Equal"), t.get("value"), t.get("effect"))
-        for t in spec.get("tolerations") or ()
-        if isinstance(t, dict)
-    )
-    if not raw:
-        return ()
-    try:
-        found = _TOLERATIONS.get(raw)
-    except TypeError:  # a list or mapping where a string belongs: said below
-        found = None
-    if found is None:
-        found = tuple(Toleration(*_strings(t, Toleration._fields, "spec.tolerations", i)) for i, t in enumerate(raw))
-        if len(_TOLERATIONS) < _KEPT:
-            _TOLERATIONS[raw] = found
-    return found
-
-
-#: Each distinct set of tolerations, once: pods of a workload (and most pods, which carry only the two defaults
-#: the admission controller adds) then share one tuple, which the engine's lookups compare by identity.
-_TOLERATIONS: dict[tuple[tuple[Any, ...], ...], tuple[Toleration, ...]] = {}
-_KEPT = 4096
-
-
 def to_pod(
     view: Workload,
-    semantics: Semantics,
+    plugins: Profile,
     unit_ratio: tuple[int, int],
     owners: Owners | None = None,
     pod_labels: dict[str, str] | None = None,
@@ -145,33 +49,27 @@ def to_pod(
     namespaces: dict[str, dict[str, str]] | None = None,
     template: int = 0,
 ) -> Pod:
-    """The model of one pod; a problem the semantics refuses makes it invalid, with its reason.
+    """The model of one pod; a problem the profile refuses makes it invalid, with its reason.
 
     With `owners` the pod is one to place: its spreading is worked out (a pod already bound needs none).
     `pod_labels` and `controller` stand in for what a controller would give the pods it creates."""
-    reason = invalid_reason(view, semantics)
+    reason = invalid_reason(view, plugins)
     if reason is not None:
         return _invalid(view, reason, template)
     spec = view.spec
+    scheduler = plugins.scheduler
     own_labels = pod_labels if pod_labels is not None else {str(k): str(v) for k, v in view.labels.items()}
     controller = controller or view.controller
-    spread: tuple[Any, ...] = ()
-    spread_own = False
-    hard_spread: tuple[Any, ...] = ()
     try:
-        selector = spec.get("nodeSelector") or {}
-        node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
-        affinity = _affinity(spec)
-        preferred = _preferred(spec)
-        tolerations = _tolerations(spec)
-        pod_affinity = interpod.parse_pod_affinity(spec, view.namespace, semantics.scheduler)
-        if owners is not None:
-            spread, spread_own = spreading.soft_constraints(
-                spec, view.namespace, own_labels, controller, owners, semantics.scheduler
-            )
-            hard_spread = spreading.own_constraints(spec, own_labels, semantics.scheduler, "DoNotSchedule")
+        read = podspec.constraints(spec, view.namespace, own_labels, scheduler, spreading=owners is not None)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         return _invalid(view, f"malformed pod spec: {exc} [{workloads.MALFORMED}]", template)
+    spread: tuple[podspec.SpreadConstraint, ...] = ()
+    spread_own = False
+    if owners is not None:
+        spread, spread_own = soft_constraints(
+            read.soft_spread, read.spreads, view.namespace, own_labels, controller, owners, scheduler
+        )
     indices = None
     raw_idx = view.annotations.get(labels.ANN_IDX)
     if raw_idx is not None and str(raw_idx).strip():
@@ -179,44 +77,42 @@ def to_pod(
             indices = tuple(int(i) for i in str(raw_idx).split(","))
         except ValueError:
             indices = None
-    requests = view.requests
+    requests = view.pod.requests
     return Pod(
         view.namespace,
         view.name,
         gpu_mem=_rescale(view.gpu_mem, unit_ratio),
-        gpu_count=view.gpu_count if semantics.name == "ack" else 1,
+        gpu_count=view.gpu_count if plugins.multi_gpu else 1,
         core=view.core,
-        cpu=view.cpu,
-        memory=view.memory,
+        cpu=view.pod.cpu,
+        memory=view.pod.memory,
         node_gpu_mem=_rescale(requests.get(labels.GPU_MEM, 0), unit_ratio),
         node_core=requests.get(labels.GPU_CORE, 0),
         other=tuple(sorted((r, n) for r, n in requests.items() if r not in _MODELLED and n)),
-        node_selector=node_selector,
-        affinity=affinity,
-        tolerations=tolerations,
+        node_selector=read.node_selector,
+        affinity=read.affinity,
+        tolerations=read.tolerations,
         node=spec.get("nodeName") or None,
         gpu_indices=indices,
         source=view.source.where,
         template=template,
         labels=tuple(sorted(own_labels.items())),
-        nz_cpu=view.nz_cpu,
-        nz_memory=view.nz_memory,
+        nz_cpu=view.pod.nz_cpu,
+        nz_memory=view.pod.nz_memory,
         images=tuple(
-            normalized_image(i)
-            for i in (view.init_images + view.images if semantics.scheduler.images_include_init else view.images)
+            imagelocality.normalized_image(i)
+            for i in (view.pod.init_images + view.pod.images if scheduler.images_include_init else view.pod.images)
         ),
-        preferred=preferred,
+        preferred=read.preferred,
         spread=spread,
         spread_own=spread_own,
-        hard_spread=hard_spread,
-        pod_affinity=pod_affinity,
-        ns_labels=tuple(
-            sorted(interpod.namespace_labels(view.namespace, namespaces or {}, semantics.scheduler).items())
-        ),
+        hard_spread=read.hard_spread,
+        pod_affinity=read.pod_affinity,
+        ns_labels=tuple(sorted(interpodaffinity.namespace_labels(view.namespace, namespaces or {}, scheduler).items())),
         scheduler_name=str(spec.get("schedulerName") or profiles.DEFAULT_SCHEDULER_NAME),
-        owner=(controller[1], controller[3])
-        if controller and controller[1] in ("ReplicationController", "ReplicaSet")
-        else None,
+        owner=(controller[1], controller[3]) if controller and controller[1] in nodepreferavoidpods.KINDS else None,
+        host_ports=read.host_ports,
+        priority=read.priority or 0,
     )
 
 
@@ -233,13 +129,7 @@ def _rescale(units: int, ratio: tuple[int, int]) -> int:
     return math.ceil(units * ratio[0] / ratio[1]) if units and ratio[0] != ratio[1] else units
 
 
-def parse_node(src: Source, unhealthy: dict[str, set[int]], semantics: Semantics, ratio: tuple[int, int]) -> Node:
-    info = read_node(src)
-    assert info is not None
-    return node_model(info, unhealthy, semantics, ratio)
-
-
-def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], semantics: Semantics, ratio: tuple[int, int]) -> Node:
+def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], plugins: Profile, ratio: tuple[int, int]) -> Node:
     src = info.source
     if info.problems:
         problem = info.problems[0]
@@ -252,14 +142,16 @@ def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], semantics: Semant
         per_gpu = per_gpu * ratio[0] // ratio[1]
         gpu_alloc = gpu_alloc * ratio[0] // ratio[1]
     bad = unhealthy.get(info.name, set())
-    core_per_gpu = info.core // gpu_count if gpu_count and semantics.name == "ack" else 0
+    core_per_gpu = info.core // gpu_count if gpu_count and plugins.compute else 0
     gpus = [Gpu(i, per_gpu, i not in bad, core_total=core_per_gpu) for i in range(gpu_count)] if gpu_cap else []
     taints = tuple(
         Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", ""))) for t in info.taints
     )
     mode = info.labels.get(labels.SCHEDULE_LABEL, "share" if gpu_cap else "")
     label = info.labels.get(labels.PLACEMENT_LABEL)
-    placement: Placement = "spread" if label == "spread" else "binpack" if label == "binpack" else semantics.placement
+    placement: Placement = (
+        "spread" if label == "spread" else "binpack" if label == "binpack" else plugins.semantics.placement
+    )
     node = Node(
         info.name,
         info.labels,
@@ -274,45 +166,10 @@ def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], semantics: Semant
         placement,
         address=info.address,
         other={r: n for r, n in info.other.items() if r not in _MODELLED},
-        avoid=_avoided(info),
+        avoid=nodepreferavoidpods.avoided(info.annotations),
     )
-    plugins.refresh_room(node)
+    node.refresh_room()
     return node
-
-
-def _avoided(info: NodeInfo) -> frozenset[tuple[str, str]]:
-    """Controllers (kind, uid) the node's preferAvoidPods annotation names; unreadable JSON avoids nothing, as in
-    kube-scheduler."""
-    raw = info.annotations.get(PREFER_AVOID_PODS)
-    try:
-        entries = json.loads(raw).get("preferAvoidPods") if isinstance(raw, str) else None
-    except (ValueError, AttributeError):
-        return frozenset()
-    result = set()
-    for entry in sequence(entries):
-        ref = mapping(mapping(mapping(entry).get("podSignature")).get("podController"))
-        result.add((str(ref.get("kind", "")), str(ref.get("uid", ""))))
-    return frozenset(result)
-
-
-def _image_scores(nodes: list[Node], infos: list[NodeInfo]) -> None:
-    """ImageLocality's per-node image scores: an image's size times the share of all nodes that hold it.
-
-    kube-scheduler's cache keeps one size per image name, the one the first node to report it gave; the dry run
-    takes the first node in input order (`kubectl get nodes` lists them by name, as the scheduler's informer does
-    when it starts). Its count of nodes holding an image is refreshed when a node is updated, which kubelets do every
-    few minutes; the dry run counts every node."""
-    holders: Counter[str] = Counter()
-    sizes: dict[str, int] = {}
-    for info in infos:
-        for names, size in info.images:
-            for name in names:
-                sizes.setdefault(name, size)
-        holders.update({n for names, _ in info.images for n in names})
-    for node, info in zip(nodes, infos, strict=True):
-        for names, _ in info.images:
-            for name in names:
-                node.image_scores[name] = int(sizes[name] * (holders[name] / len(nodes)))
 
 
 @dataclass
@@ -354,13 +211,14 @@ def build(
     With `consume`, the workload list is emptied as its objects are modelled, so a fleet's documents and its
     model are not both held whole (the caller's last use of them)."""
     ratio = unit_ratio(input_unit or semantics.gpu_memory_unit, semantics)
+    plugins = profile(semantics)
     everything = node_docs + existing_docs + workload_docs
     unhealthy = _unhealthy(everything)
     infos = [info for info in (read_node(s) for s in node_docs) if info is not None]
-    nodes = [node_model(info, unhealthy, semantics, ratio) for info in infos]
+    nodes = [node_model(info, unhealthy, plugins, ratio) for info in infos]
     for i, node in enumerate(nodes):
         node.id = i
-    _image_scores(nodes, infos)
+    imagelocality.node_scores(nodes, infos)
     owners = Owners()
     for src in existing_docs + workload_docs:  # what the cluster will hold: its Services and pod controllers
         owners.add(src)
@@ -376,7 +234,7 @@ def build(
     for src in existing_docs:
         view = read_workload(src) if src.kind == "Pod" else None
         if view is not None and mapping(src.obj.get("status")).get("phase") not in ("Succeeded", "Failed"):
-            existing.append(to_pod(view, semantics, ratio, namespaces=namespaces))
+            existing.append(to_pod(view, plugins, ratio, namespaces=namespaces))
     new: list[Pod] = []
     ignored = 0
     for template, src in enumerate(_taken(workload_docs, consume), start=1):
@@ -390,7 +248,7 @@ def build(
             raise InputError(
                 f"{view.kind} {view.key} {field}", view.replicas, f"at most {MAX_PODS:,} pods in one run", src.where
             )
-        new.extend(_pods(view, nodes, semantics, ratio, owners, namespaces, template))
+        new.extend(_pods(view, nodes, plugins, ratio, owners, namespaces, template))
     return Inventory(nodes, existing, new, ignored)
 
 
@@ -415,7 +273,7 @@ _CLUSTER_STATE = ("Node", "ConfigMap", "Service", "Namespace")
 def _pods(
     view: Workload,
     nodes: list[Node],
-    semantics: Semantics,
+    plugins: Profile,
     ratio: tuple[int, int],
     owners: Owners,
     namespaces: dict[str, dict[str, str]],
@@ -424,12 +282,12 @@ def _pods(
     """The pods a Pod or controller stands for, in order, labelled and owned as their controller would make them."""
     template_labels = {str(k): str(v) for k, v in view.labels.items()}
     if view.kind == "Pod":
-        yield to_pod(view, semantics, ratio, owners, namespaces=namespaces, template=template)
+        yield to_pod(view, plugins, ratio, owners, namespaces=namespaces, template=template)
         return
     pod_labels, controller = dict(template_labels), None
     if view.kind == "Deployment":
         template_hash = owners.template_hash(view.namespace, view.name)
-        pod_labels[spreading.TEMPLATE_HASH] = template_hash
+        pod_labels[TEMPLATE_HASH] = template_hash
         rs_name = f"{view.name}-{template_hash}"
         controller = ("apps/v1", "ReplicaSet", rs_name, "")
         key = (view.namespace, "ReplicaSet", rs_name)
@@ -442,14 +300,12 @@ def _pods(
                 )
             except SelectorError:
                 selector = selectors.NOTHING
-            owners.controllers[key] = selector.add(
-                selectors.from_set({spreading.TEMPLATE_HASH: template_hash}).requirements
-            )
+            owners.controllers[key] = selector.add(selectors.from_set({TEMPLATE_HASH: template_hash}).requirements)
     elif view.kind in ("ReplicaSet", "StatefulSet"):
         controller = ("apps/v1", view.kind, view.name, "")
-    pod = to_pod(view, semantics, ratio, owners, pod_labels, controller, namespaces, template)
+    pod = to_pod(view, plugins, ratio, owners, pod_labels, controller, namespaces, template)
     if view.kind == "DaemonSet" and not pod.invalid:
-        yield from _daemon_pods(pod, nodes, semantics)
+        yield from _daemon_pods(pod, nodes, plugins)
     elif view.replicas is None or pod.invalid:  # a controller that is invalid as a whole
         yield pod
     elif view.kind == "StatefulSet":  # each pod names itself in a label
@@ -464,14 +320,14 @@ def _pods(
 STATEFULSET_POD_NAME = "statefulset.kubernetes.io/pod-name"
 
 
-_DAEMON_TOLERATIONS = (Toleration(plugins.UNSCHEDULABLE_TAINT.key, "Exists", None, "NoSchedule"),)
+_DAEMON_TOLERATIONS = (Toleration(nodeunschedulable.TAINT.key, "Exists", None, "NoSchedule"),)
 
 
-def _daemon_pods(template: Pod, nodes: list[Node], semantics: Semantics) -> Iterator[Pod]:
+def _daemon_pods(template: Pod, nodes: list[Node], plugins: Profile) -> Iterator[Pod]:
     """A DaemonSet's pods: one per node its selector, affinity and tolerations admit, pinned there."""
     probe = replace(template, tolerations=template.tolerations + _DAEMON_TOLERATIONS)
     for node in nodes:
-        if plugins.static_rejection(node, probe, semantics) is None:
+        if plugins.static_rejection(node, probe) is None:
             pin = (Requirement("metadata.name", "In", (node.name,), field=True),)
             terms = tuple(term + pin for term in template.affinity) or (pin,)
             yield replace(probe, name=f"{template.name}-{node.name}", affinity=terms, template=0)

@@ -1,22 +1,20 @@
 """The dry-run's view of a cluster: nodes with their GPUs, and pods with what they ask for.
 
-Built once from plain Kubernetes objects (`gpushare.placement.inputs`); the engines mutate only the
-`Node` usage counters and `Gpu` fields as they bind pods.
+Built once from plain Kubernetes objects (`gpushare.placement.inputs`); the engines change only what a node holds,
+through `Node.add_pod` (kube-scheduler's NodeInfo.AddPod). The pod spec's own types (tolerations, requirements,
+spread constraints, pod affinity) are the reader's, `gpushare.kube.podspec`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from gpushare.domain import cgpu, profiles
 from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
 from gpushare.domain.labels import Placement
 from gpushare.domain.versions import MINORS
-from gpushare.kube.selectors import LabelSelector
-
-if TYPE_CHECKING:
-    from gpushare.placement.interpod import PodAffinity
+from gpushare.kube.podspec import HostPort, PodAffinity, Requirement, SpreadConstraint, Taint, Toleration
 
 SemanticsName = Literal["upstream", "ack"]
 
@@ -61,13 +59,6 @@ class Gpu:
         return max(0, self.core_total - self.core_used) if self.healthy else 0
 
 
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
-
-
 @dataclass
 class Node:
     name: str
@@ -101,7 +92,8 @@ class Node:
     avoid: frozenset[tuple[str, str]] = frozenset()
     #: The pods bound here, which topology spreading and pod affinity count.
     bound: list[Pod] = field(default_factory=list)
-    #: GPU memory one device takes now (`plugins.gpu_room`), kept up to date by `plugins.charge`.
+    #: The largest GPU memory request one device takes now, as the open-source extender and kube-scheduler see it:
+    #: the most free on a healthy device, at most what the node has left at node level; kept by `add_pod`.
     room: int = 0
 
     @property
@@ -118,36 +110,34 @@ class Node:
         total = self.gpu_total
         return self.gpu_used / total if total else 0.0
 
+    def add_pod(self, pod: Pod, gpus: list[Gpu]) -> None:
+        """Bind: record a bound pod's usage on the node and the GPUs it got (NodeInfo.AddPod)."""
+        self.cpu_used += pod.cpu
+        self.memory_used += pod.memory
+        self.cpu_nz_used += pod.nz_cpu
+        self.memory_nz_used += pod.nz_memory
+        self.bound.append(pod)
+        self.pods_used += 1
+        self.gpu_mem_used += pod.node_gpu_mem
+        for name, amount in pod.other:
+            self.other_used[name] = self.other_used.get(name, 0) + amount
+        if pod.wants_gpu:
+            if pod.core:
+                self.compute_pods += 1
+            else:
+                self.mem_only_pods += 1
+        for gpu in gpus:
+            gpu.used += pod.per_gpu
+            gpu.core_used += pod.core
+            gpu.pods += 1
+        self.refresh_room()
 
-class Toleration(NamedTuple):
-    """A tuple, hashed and compared in C: every pod's node-class lookup hashes its tolerations (two on most pods)."""
-
-    key: str | None
-    operator: str
-    value: str | None
-    effect: str | None
-
-
-@dataclass(frozen=True)
-class Requirement:
-    """One node-selector requirement (matchExpressions or matchFields)."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...]
-    field: bool = False
-
-
-@dataclass(frozen=True)
-class SpreadConstraint:
-    """One topology spread constraint: pods matching `selector` in the pod's namespace, counted per topology domain."""
-
-    topology_key: str
-    max_skew: int
-    selector: LabelSelector
-    honor_affinity: bool = True  # nodeAffinityPolicy: only nodes the pod's node selector/affinity admits count
-    honor_taints: bool = False  # nodeTaintsPolicy: only nodes whose NoSchedule/NoExecute taints the pod tolerates
-    min_domains: int = 1  # a hard constraint with fewer eligible domains counts the missing ones as empty
+    def refresh_room(self) -> None:
+        most = 0
+        for g in self.gpus:
+            if g.healthy and g.total - g.used > most:
+                most = g.total - g.used
+        self.room = max(0, min(most, self.gpu_mem - self.gpu_mem_used))
 
 
 @dataclass(slots=True, init=False)
@@ -197,6 +187,8 @@ class Pod:
     #: but for their names and the labels a StatefulSet gives each, so the fast engine looks their kind up once.
     template: int
     scheduler_name: str
+    host_ports: tuple[HostPort, ...]  # NodePorts: the ports its containers bind on the node
+    priority: int  # spec.priority (0 when unset), for the scheduling queue and preemption
 
     #: label_map and ns_label_map, made on first use
     _maps: dict[str, dict[str, str]] = field(init=False, repr=False, compare=False)
@@ -233,6 +225,8 @@ class Pod:
         ns_labels: tuple[tuple[str, str], ...] = (),
         template: int = 0,
         scheduler_name: str = profiles.DEFAULT_SCHEDULER_NAME,
+        host_ports: tuple[HostPort, ...] = (),
+        priority: int = 0,
     ) -> None:
         self.namespace = namespace
         self.name = name
@@ -264,6 +258,8 @@ class Pod:
         self.ns_labels = ns_labels
         self.template = template
         self.scheduler_name = scheduler_name
+        self.host_ports = host_ports
+        self.priority = priority
         self._maps = {}
 
     @property

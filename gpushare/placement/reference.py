@@ -8,31 +8,32 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from gpushare.placement import interpod, plugins, requeue, scoring
-from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement import requeue
+from gpushare.placement.model import Node, Pod
+from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 
 
 def place(
     nodes: list[Node],
     pods: list[Pod],
-    semantics: Semantics,
+    profile: Profile,
     node_order: dict[str, str] | None = None,
     explain: bool = False,
     tick: Callable[[], None] = lambda: None,
 ) -> PlacementResult:
-    result = PlacementResult(semantics, nodes=nodes)
+    result = PlacementResult(profile.semantics, nodes=nodes)
     order = node_order or {}
 
     def attempt(pod: Pod) -> Assignment | Pending:
         fixed = order.get(pod.key)
         candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
-        cycle = interpod.prefilter(pod, nodes, semantics.scheduler)
+        cycle = profile.prefilter(pod, nodes)
         fitting = []
         why: Counter[str] = Counter()
         by_node = []
         for node in candidates:
-            rejected = plugins.rejection(node, pod, semantics, cycle)
+            rejected = profile.rejection(node, pod, cycle)
             if rejected:
                 why.update(rejected.reasons)
                 by_node.append((node.name, rejected))
@@ -41,12 +42,12 @@ def place(
         if not fitting:
             explained = tuple(by_node) if explain else ()
             return Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items())), pod.per_gpu, explained)
-        best, tied = (fitting[0], 1) if fixed is not None else scoring.choose_node(pod, fitting, nodes, semantics)
-        gpus = plugins.choose_gpus(best, pod, semantics)
-        plugins.charge(best, pod, gpus)
+        best, tied = (fitting[0], 1) if fixed is not None else profile.choose(pod, fitting, nodes)
+        gpus = profile.gpus.choose_gpus(best, pod)
+        best.add_pod(pod, gpus)
         return Assignment(
             pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
         )
 
-    requeue.drive(pods, attempt, semantics, result, tick, lambda pod: pod.key in order)
+    requeue.drive(pods, attempt, profile, result, tick, lambda pod: pod.key in order)
     return result

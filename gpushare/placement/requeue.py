@@ -16,47 +16,39 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from gpushare.placement import interpod
-from gpushare.placement.model import Pod, Semantics
+from gpushare.placement.model import Pod
+from gpushare.placement.plugins import interpodaffinity, podtopologyspread
+from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 
 #: One attempt to schedule a pod on the current state: bound (and charged) or pending.
 Attempt = Callable[[Pod], Assignment | Pending]
 
-_AFFINITY = frozenset({interpod.AFFINITY_RULES, interpod.AFFINITY_1_20})
-_SPREAD = frozenset({interpod.SPREAD_CONSTRAINTS, interpod.SPREAD_MISSING_LABEL})
+_LIFTABLE = interpodaffinity.LIFTABLE | podtopologyspread.LIFTABLE
 
 
 def _liftable(why: Pending) -> bool:
     """Rejected by a plugin a bind can satisfy (pod affinity, hard spreading): the pod waits for binds."""
-    return any(reason in _AFFINITY or reason in _SPREAD for reason, _ in why.reasons)
+    return any(reason in _LIFTABLE for reason, _ in why.reasons)
 
 
 def worth_retrying(waiting: Pod, why: Pending, bound: Pod) -> bool:
     """The queueing hints of the plugins that rejected `waiting`, for `bound` having been added."""
     reasons = {reason for reason, _ in why.reasons}
-    affinity = waiting.pod_affinity.required if waiting.pod_affinity is not None else ()
-    if affinity and reasons & _AFFINITY and all(term.matches(bound) for term in affinity):
-        return True
-    return bool(
-        waiting.hard_spread
-        and reasons & _SPREAD
-        and bound.namespace == waiting.namespace
-        and any(c.selector.matches(bound.label_map) for c in waiting.hard_spread)
-    )
+    return interpodaffinity.hint(waiting, reasons, bound) or podtopologyspread.hint(waiting, reasons, bound)
 
 
 def drive(
     pods: Sequence[Pod],
     attempt: Attempt,
-    semantics: Semantics,
+    profile: Profile,
     result: PlacementResult,
     tick: Callable[[], None],
     fixed: Callable[[Pod], bool] = lambda _: False,
 ) -> None:
     """Each pod in order, then, where the minor retries at once, the waiting pods each bind may have freed (in the
     order they arrived; a retried pod's own bind is an event too). Pods whose node is `fixed` are never retried."""
-    retries = semantics.name == "upstream" and semantics.scheduler.retries_at_once
+    retries = profile.retries_at_once
     waiting: list[tuple[Pod, Pending]] = []
     for pod in pods:
         tick()

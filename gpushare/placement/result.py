@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpushare.placement.framework import Rejection
 from gpushare.placement.model import Node, Semantics
-from gpushare.placement.plugins import Rejection
 
 
 @dataclass(frozen=True)

@@ -15,21 +15,22 @@ from gpushare.domain import kubescheduler
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_documents
 from gpushare.placement import engine as fast_engine
-from gpushare.placement import plugins, reference
+from gpushare.placement import reference
 from gpushare.placement.inputs import Inventory, build
 from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement.profiles import Profile, profile
 from gpushare.placement.result import Invalid, NotServed, PlacementResult
 from gpushare.progress import progress
 
 EngineName = Literal["fast", "reference"]
 
 
-def charge_existing(nodes: list[Node], pods: Iterable[Pod], semantics: Semantics) -> list[str]:
+def charge_existing(nodes: list[Node], pods: Iterable[Pod], profile: Profile) -> list[str]:
     """Charge pods already bound to their nodes; returns warnings (unknown node, over-committed GPU...).
 
     A pod with the extender's `ALIYUN_COM_GPU_MEM_IDX` annotation is charged to those GPUs. Without it,
     upstream's extender counts it on no GPU (node-level only), while ACK's scheduler knows where it runs:
-    the dry run assigns it as a bind would.
+    the dry run assigns it as a bind would (`Profile.places_unannotated`).
     """
     by_name = {n.name: n for n in nodes}
     warnings = []
@@ -44,12 +45,12 @@ def charge_existing(nodes: list[Node], pods: Iterable[Pod], semantics: Semantics
             gpus = [g for g in node.gpus if g.index in pod.gpu_indices]
             share = pod.gpu_mem // max(1, len(pod.gpu_indices))
             pod = replace(pod, gpu_mem=share * len(gpus), gpu_count=max(1, len(gpus)))
-        elif pod.wants_gpu and semantics.name == "ack":
-            gpus = plugins.choose_gpus(node, pod, semantics)
+        elif pod.wants_gpu and profile.places_unannotated:
+            gpus = profile.gpus.choose_gpus(node, pod)
             if len(gpus) < pod.gpu_count:
                 gpus = sorted(node.gpus, key=lambda g: (-g.free, g.index))[: pod.gpu_count]
                 warnings.append(f"existing pod {pod.key} over-commits the GPUs of {node.name}")
-        plugins.charge(node, pod, gpus)
+        node.add_pod(pod, gpus)
     return warnings
 
 
@@ -64,19 +65,20 @@ def run(
     """Place the inventory's new pods after charging its existing ones; invalid pods are reported, not placed.
     `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds."""
     refuse_unsupported_unit(inventory.nodes, semantics)
-    warnings = charge_existing(inventory.nodes, inventory.existing, semantics)
+    plugins = profile(semantics)
+    warnings = charge_existing(inventory.nodes, inventory.existing, plugins)
     runner = fast_engine.place if engine == "fast" else reference.place
     served = semantics.served_scheduler
     valid = [p for p in inventory.new if not p.invalid and (p.scheduler_name == served or not p.wants_gpu)]
     with collector.paused(), progress(len(valid), "pods", show_progress) as tick:
-        result = runner(inventory.nodes, valid, semantics, dict(node_order or {}), explain, tick)
+        result = runner(inventory.nodes, valid, plugins, dict(node_order or {}), explain, tick)
     result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in inventory.new if p.invalid]
     result.not_served = [
         NotServed(p.namespace, p.name, p.scheduler_name, served, p.source)
         for p in inventory.new
         if not p.invalid and p.wants_gpu and p.scheduler_name != served
     ]
-    result.warnings = warnings + _replay_gaps(inventory, node_order or {}) + _model_limits(inventory, semantics)
+    result.warnings = warnings + _replay_gaps(inventory, node_order or {}) + _model_limits(inventory, plugins)
     return result
 
 
@@ -112,9 +114,9 @@ def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None
         )
 
 
-def _model_limits(inventory: Inventory, semantics: Semantics) -> list[str]:
+def _model_limits(inventory: Inventory, plugins: Profile) -> list[str]:
     """Where this run goes beyond what the dry run models (README: what the dry run cannot tell you)."""
-    if semantics.name != "upstream":
+    if not plugins.scored:  # kube-scheduler's node choice is modelled only where its scores are
         return []
     total = len(inventory.nodes)
     searched = kubescheduler.num_feasible_nodes_to_find(total)

@@ -1,4 +1,4 @@
-"""The fast engine's index for upstream semantics: kube-scheduler's scores computed per group of alike nodes.
+"""The fast engine's index where kube-scheduler's scores choose the node: the scores computed per group of alike nodes.
 
 A pod's total on a node is the sum of node-local parts (LeastAllocated, BalancedAllocation, ImageLocality,
 NodePreferAvoidPods read the node's own numbers) and normalised parts (TaintToleration, NodeAffinity and
@@ -6,8 +6,8 @@ PodTopologySpread are scaled over the feasible nodes). For one kind of pod (a `V
 tolerations, preferences, images and spreading shape), nodes whose normalised parts read the same raw values form
 a group, and a group keeps its nodes ordered by local score, then GPU room, then name: the best node of a group
 that fits is found by bisection, the normalised parts are worked out once per group, and the nodes tied with the
-winner are counted, not listed. Every score comes from `gpushare.placement.scoring`, so only the search differs
-from the reference engine.
+winner are counted, not listed. Every score comes from the plugins' own modules (`gpushare.placement.plugins`), so
+only the search differs from the reference engine.
 
 Pods that spread away from their own kind (a Deployment's replicas) read, besides, how many pods their selector
 matches on each node and in each domain: a `Spread` per selector keeps those counts and moves the nodes that hold
@@ -28,8 +28,17 @@ from typing import Any
 
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.labels import GPU_MEM
-from gpushare.placement import interpod, plugins, scoring
-from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement.model import Node, Pod
+from gpushare.placement.plugins import (
+    gpushare,
+    imagelocality,
+    nodeaffinity,
+    nodepreferavoidpods,
+    noderesources,
+    podtopologyspread,
+    tainttoleration,
+)
+from gpushare.placement.profiles import Profile
 
 #: (raw taint score, raw node affinity score, topology values of the non-hostname spread keys, has the hostname
 #: label, ignored by spreading, matching pods per hostname constraint)
@@ -54,7 +63,7 @@ class Ranking:
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         self.n = max(1, len(nodes))
-        #: no device holds more than the largest: a node's room never exceeds it (`plugins.refresh_room`)
+        #: no device holds more than the largest: a node's room never exceeds it (`Node.refresh_room`)
         self.most = max((g.total for node in nodes for g in node.gpus), default=0)
         self.span = (self.most + 1) * self.n
         self.ids = [node.id for node in sorted(nodes, key=lambda node: (node.name, node.id))]
@@ -80,7 +89,7 @@ class Ranking:
         return -local * self.span + below * self.n
 
     def tie_break(self, key: Key) -> int:
-        """The key without its local score: (-GPU room, name, id), `scoring.tie_break`."""
+        """The key without its local score: (-GPU room, name, id), `framework.tie_break`."""
         return key % self.span
 
 
@@ -150,7 +159,7 @@ class View:
     def __init__(self, index: ScoreIndex, pod: Pod, members: Sequence[Node]) -> None:
         self.index = index
         self.pod = pod
-        self.profile = index.semantics.scheduler
+        self.profile = index.profile.scheduler
         self.spread = pod.spread  # the shape; each selector's counts are a `Spread`'s
         self.keys = [c.topology_key for c in pod.spread]
         self.host = [i for i, c in enumerate(pod.spread) if c.topology_key == ks.HOSTNAME_LABEL]
@@ -186,26 +195,26 @@ class View:
         and affinity scores, the spreading topology values...), and the local scores of images and avoidance."""
         pod = self.pod
         group = (
-            scoring.intolerable_prefer_no_schedule(node, pod),
-            scoring.preferred_affinity(node, pod),
+            tainttoleration.raw_score(node, pod),
+            nodeaffinity.raw_score(node, pod),
             tuple(node.labels.get(self.keys[i]) for i in self.zone),
             ks.HOSTNAME_LABEL in node.labels,
             pod.spread_own and not all(k in node.labels for k in self.keys),
             (0,) * len(self.host),
         )
-        local = self.w_image * scoring.image_score(node, pod) + self.w_avoid * scoring.avoid_score(node, pod)
+        local = self.w_image * imagelocality.score(node, pod) + self.w_avoid * nodepreferavoidpods.score(node, pod)
         found = self.static[node.id] = (group, local)
         return found
 
     def _standing(self, node: Node) -> tuple[GroupKey, Key, int] | None:
         pod = self.pod
-        if plugins.resources_exhausted(node, pod):
+        if noderesources.exhausted(node, pod):
             return None
         group, local = self.static.get(node.id) or self._static(node)
         if self.w_fit:
-            local += self.w_fit * scoring.least_allocated_score(node, pod.nz_cpu, pod.nz_memory, self.profile)
+            local += self.w_fit * noderesources.least_allocated(node, pod.nz_cpu, pod.nz_memory, self.profile)
         if self.w_balanced:
-            local += self.w_balanced * scoring.balanced_score(node, pod, self.profile)
+            local += self.w_balanced * noderesources.balanced(node, pod, self.profile)
         return group, self.index.ranking.key(local, node), node.gpu_mem - node.gpu_mem_used
 
     def _place(self, node: Node) -> None:
@@ -240,7 +249,7 @@ class View:
             self.lacking.subtract(old[0])
             if self.lack_free is not None:
                 del self.lack_free[bisect_left(self.lack_free, old[1])]
-        reasons = tuple(plugins.lacking(node, self.pod))
+        reasons = tuple(noderesources.lacking(node, self.pod))
         self.lack_of[node.id] = reasons, node.gpu_mem - node.gpu_mem_used
         self.lacking.update(reasons)
         if self.lack_free is not None:
@@ -269,12 +278,15 @@ class View:
         ranking = self.index.ranking
         totals = [ranking.local(entry[1]) for _, entry in found]
         # a part alike on every group shifts every total alike: it changes neither the winner nor the ties
-        for weight, part, reverse in ((self.w_taint, 0, True), (self.w_affinity, 1, False)):
+        for weight, part, normalize in (
+            (self.w_taint, 0, tainttoleration.normalize),
+            (self.w_affinity, 1, nodeaffinity.normalize),
+        ):
             if not weight:
                 continue
             raws = [key[part] for key, _ in found]
             if min(raws) != max(raws):
-                for i, score in enumerate(scoring.default_normalize(raws, reverse=reverse)):
+                for i, score in enumerate(normalize(raws)):
                     totals[i] += weight * score
         if spread is not None and self.w_spread:
             for i, score in enumerate(spread.scores(found)):
@@ -286,7 +298,7 @@ class View:
             if totals[i] == top:
                 _, best, ties = found[i][1]
                 tied += ties
-                # the first by (-GPU room, name, id): `scoring.tie_break`
+                # the first by (-GPU room, name, id): `framework.tie_break`
                 if winner is None or ranking.tie_break(best) < ranking.tie_break(winner):
                     winner = best
         assert winner is not None
@@ -304,7 +316,7 @@ class View:
         if short + lacking_too:
             why[f"Insufficient {GPU_MEM}"] += short + lacking_too
         if len(self.entries) - short:
-            why[plugins.GPU_ONE_DEVICE] += len(self.entries) - short
+            why[gpushare.ONE_DEVICE] += len(self.entries) - short
         return why
 
 
@@ -411,7 +423,7 @@ class Spread:
             if counts is None:
                 counts = self.counts[node.id] = [0] * len(pod.spread)
             counts[i] += found
-            if i in view.zone and required and interpod.included(node, pod, c, view.profile):
+            if i in view.zone and required and podtopologyspread.included(node, pod, c):
                 self.domains[(c.topology_key, node.labels.get(c.topology_key, ""))] += found
 
     def _file(self, node_id: int) -> None:
@@ -469,7 +481,7 @@ class Spread:
         domains = [0] * len(constraints)
         for j in range(len(zone)):
             domains[zone[j]] = len(values[j])
-        weights = scoring.spread_weights(keys, hosts, domains)
+        weights = podtopologyspread.weights(keys, hosts, domains)
         raw = [0] * len(found)
         ignored = [False] * len(found)
         on: list[str | None] = [None] * len(constraints)
@@ -489,16 +501,16 @@ class Spread:
                 i = zone[j]
                 on[i] = value = on_zone[j]
                 counts[i] = self.domains.get((keys[i], value or ""), 0)
-            raw[g] = scoring.spread_raw(constraints, on, counts, weights, view.profile)
-        return scoring.normalize_spread(raw, ignored)
+            raw[g] = podtopologyspread.raw_score(constraints, on, counts, weights, view.profile)
+        return podtopologyspread.normalize(raw, ignored)
 
 
 class ScoreIndex:
-    """Views of the nodes per kind of pod, for upstream semantics; the engine records every bind here."""
+    """Views of the nodes per kind of pod, for a profile that scores; the engine records every bind here."""
 
-    def __init__(self, nodes: list[Node], semantics: Semantics, pods: Sequence[Pod]) -> None:
+    def __init__(self, nodes: list[Node], profile: Profile, pods: Sequence[Pod]) -> None:
         self.nodes = nodes
-        self.semantics = semantics
+        self.profile = profile
         self.ranking = Ranking(nodes)
         self.views: OrderedDict[tuple[Any, ...], View] = OrderedDict()
         #: Images some node holds and owners some node's preferAvoidPods names: only these score anywhere, so pods

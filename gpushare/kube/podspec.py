@@ -1,0 +1,460 @@
+"""One pod spec, read once for every command: what it asks for and where it may run.
+
+`place`, `validate` and `preflight` read a pod's containers here (`read`), so a pod means the same to each and a
+malformed quantity is reported with the same rule ID everywhere; `place` also reads the pod's scheduling
+constraints here (`constraints`): node selector, node affinity, tolerations, pod (anti-)affinity, topology spread
+constraints, host ports, priority. The types are the Kubernetes API's, as kube-scheduler reads them, with the
+helpers the API gives them (`tolerates`).
+
+Requests are counted the way kube-scheduler counts them for node-level fit (containers summed, the largest init
+container if larger, plus overhead), and the GPU memory also the way the gpushare extender counts it (containers
+only). Reading requests is lenient: a bad value becomes a `Problem`, never an exception. Reading constraints raises
+(ValueError, KeyError, TypeError, AttributeError, `selectors.SelectorError`), and `place` reports the pod invalid
+with the message: validate, which never read them, reports the same pods as before.
+
+Fields the API server drops while their feature is off are read only from the minor that serves them (the
+`ScoringProfile` flags), as the scheduler of that minor would see them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from gpushare.domain import labels
+from gpushare.domain.kubescheduler import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, ScoringProfile
+from gpushare.domain.quantity import QuantityError, count, milli, whole
+from gpushare.kube import selectors
+from gpushare.kube.fields import Problem, mapping, sequence
+from gpushare.kube.selectors import LabelRequirement, LabelSelector, SelectorError
+
+#: The rule ID of a pod spec that cannot be read as it is (its entry is in gpushare.policy.rules.workloads).
+MALFORMED = "GW201"
+
+
+# --- the API's types ---------------------------------------------------------------------------------------------
+
+
+class Toleration(NamedTuple):
+    """A tuple, hashed and compared in C: every pod's node-class lookup hashes its tolerations (two on most pods)."""
+
+    key: str | None
+    operator: str
+    value: str | None
+    effect: str | None
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    """v1 Toleration.ToleratesTaint for any of them: an empty effect or key matches every one; Exists ignores the
+    value, Equal (or no operator) compares it."""
+    for t in tolerations:
+        if t.effect and t.effect != taint.effect:
+            continue
+        if t.key and t.key != taint.key:
+            continue
+        if t.operator == "Exists" or (t.operator in ("", "Equal") and (t.value or "") == taint.value):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One node-selector requirement (matchExpressions or matchFields)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+    field: bool = False
+
+
+#: Required node affinity no node satisfies (every term empty).
+NO_NODE: tuple[tuple[Requirement, ...], ...] = ((Requirement("metadata.name", "In", (), field=True),),)
+
+
+@dataclass(frozen=True)
+class SpreadConstraint:
+    """One topology spread constraint: pods matching `selector` in the pod's namespace, counted per topology domain."""
+
+    topology_key: str
+    max_skew: int
+    selector: LabelSelector
+    honor_affinity: bool = True  # nodeAffinityPolicy: only nodes the pod's node selector/affinity admits count
+    honor_taints: bool = False  # nodeTaintsPolicy: only nodes whose NoSchedule/NoExecute taints the pod tolerates
+    min_domains: int = 1  # a hard constraint with fewer eligible domains counts the missing ones as empty
+
+
+@dataclass(frozen=True)
+class AffinityTerm:
+    """A pod (anti-)affinity term: pods its selector matches, in its namespaces, share a topology domain."""
+
+    selector: LabelSelector
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector  # NOTHING when the term names none
+    topology_key: str
+
+    def matches(self, namespace: str, namespace_labels: Mapping[str, str], pod_labels: Mapping[str, str]) -> bool:
+        """framework.AffinityTerm.Matches: a pod in one of the term's namespaces (by name or by the namespace's
+        labels) whose labels the selector matches."""
+        in_namespace = namespace in self.namespaces or self.namespace_selector.matches(namespace_labels)
+        return in_namespace and self.selector.matches(pod_labels)
+
+
+@dataclass(frozen=True)
+class PodAffinity:
+    required: tuple[AffinityTerm, ...] = ()
+    required_anti: tuple[AffinityTerm, ...] = ()
+    preferred: tuple[tuple[int, AffinityTerm], ...] = ()
+    preferred_anti: tuple[tuple[int, AffinityTerm], ...] = ()
+
+
+class HostPort(NamedTuple):
+    """A container port bound on the node (hostPort set): NodePorts' unit of conflict."""
+
+    protocol: str
+    ip: str
+    port: int
+
+
+# --- what the pod asks for ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Requests:
+    """What a pod spec asks of a node, summed over its containers, with what could not be read."""
+
+    gpu_mem: int = 0  # aliyun.com/gpu-mem over the containers: what the extender counts
+    core: int = 0  # aliyun.com/gpu-core.percentage over the containers
+    #: Every resource of the pod, node-level (containers summed, largest init container, overhead).
+    requests: dict[str, int] = field(default_factory=dict)
+    #: cpu (millicores) and memory (bytes) as kube-scheduler scores nodes: a container that requests none counts
+    #: 100m and 200 MiB (pkg/scheduler/util GetNonzeroRequests), summed and maxed like the requests.
+    nz_cpu: int = 0
+    nz_memory: int = 0
+    images: list[str] = field(default_factory=list)  # spec.containers[*].image, in order
+    init_images: list[str] = field(default_factory=list)  # spec.initContainers[*].image, in order
+    env: list[tuple[str, str, Any]] = field(default_factory=list)  # (container, name, value)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def cpu(self) -> int:
+        return self.requests.get("cpu", 0)
+
+    @property
+    def memory(self) -> int:
+        return self.requests.get("memory", 0)
+
+
+def _resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    res = mapping(container.get("resources"))
+    return mapping(res.get("requests")), mapping(res.get("limits"))
+
+
+def _quantity(resource: str) -> Any:
+    if resource == "cpu":
+        return milli
+    if resource in (labels.GPU_MEM, labels.GPU_CORE, labels.GPU_COUNT) or "/" in resource:
+        return count
+    return whole
+
+
+def read(spec: dict[str, Any]) -> Requests:
+    """Sum the requests; every quantity that does not parse is a problem, never an exception."""
+    found = Requests()
+    summed: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    nz_sum, nz_init = [0, 0], [0, 0]
+    for kind in ("containers", "initContainers"):
+        for i, raw in enumerate(sequence(spec.get(kind))):
+            if not isinstance(raw, dict):
+                found.problems.append(Problem(MALFORMED, f"spec.{kind}[{i}]", raw, "a container (a mapping)"))
+                continue
+            cname = str(raw.get("name", i))
+            requests, limits = _resources(raw)
+            nz = [DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST]  # replaced below by what the container asks
+            for resource in {*requests, *limits}:
+                # the request counts (a limit stands in for a missing one); GPU resources are written as limits
+                first, second = (
+                    (limits, requests) if resource in (labels.GPU_MEM, labels.GPU_CORE) else (requests, limits)
+                )
+                table = first if resource in first else second
+                value, where = table[resource], "limits" if table is limits else "requests"
+                try:
+                    amount = _quantity(str(resource))(value)
+                except QuantityError as exc:
+                    found.problems.append(
+                        Problem(
+                            MALFORMED,
+                            f"{kind}[{cname}].resources.{where}.{resource}",
+                            value,
+                            f"a whole, non-negative number ({exc})"
+                            if _quantity(str(resource)) is count
+                            else f"a Kubernetes quantity ({exc})",
+                        )
+                    )
+                    continue
+                if (
+                    "/" in str(resource)
+                    and resource in limits
+                    and resource in requests
+                    and str(limits[resource]) != str(requests[resource])
+                ):
+                    found.problems.append(
+                        Problem(
+                            MALFORMED,
+                            f"{kind}[{cname}].resources.requests.{resource}",
+                            requests[resource],
+                            f"equal to the limit {limits[resource]!r} (extended resources)",
+                        )
+                    )
+                if resource in ("cpu", "memory"):
+                    nz[resource == "memory"] = amount
+                if kind == "containers":
+                    summed[resource] = summed.get(resource, 0) + amount
+                else:
+                    init_max[resource] = max(init_max.get(resource, 0), amount)
+            for j in (0, 1):
+                if kind == "containers":
+                    nz_sum[j] += nz[j]
+                else:
+                    nz_init[j] = max(nz_init[j], nz[j])
+            (found.images if kind == "containers" else found.init_images).append(str(raw.get("image") or ""))
+            if kind == "containers":
+                for entry in sequence(raw.get("env")):
+                    entry = mapping(entry)
+                    if "name" in entry:
+                        found.env.append((cname, str(entry["name"]), entry.get("value")))
+    found.gpu_mem = summed.get(labels.GPU_MEM, 0)
+    found.core = summed.get(labels.GPU_CORE, 0)
+    requests = {r: max(summed.get(r, 0), init_max.get(r, 0)) for r in {*summed, *init_max}}
+    nz = [max(nz_sum[j], nz_init[j]) for j in (0, 1)]
+    for resource, value in mapping(spec.get("overhead")).items():
+        try:
+            amount = _quantity(str(resource))(value)
+        except QuantityError as exc:
+            found.problems.append(Problem(MALFORMED, f"spec.overhead.{resource}", value, f"a quantity ({exc})"))
+            continue
+        requests[resource] = requests.get(resource, 0) + amount
+        if resource in ("cpu", "memory"):
+            nz[resource == "memory"] += amount
+    found.nz_cpu, found.nz_memory = nz
+    found.requests = requests
+    return found
+
+
+# --- where it may run --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """The pod's scheduling constraints as the modelled kube-scheduler reads them."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: tuple[tuple[Requirement, ...], ...] = ()  # required node affinity: OR of ANDs; empty = none
+    #: Preferred node affinity: (weight, requirements ANDed); terms of weight 0 or without requirements dropped.
+    preferred: tuple[tuple[int, tuple[Requirement, ...]], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    pod_affinity: PodAffinity | None = None
+    #: The pod's own topology spread constraints: ScheduleAnyway (scored) and DoNotSchedule (a filter); `spreads`
+    #: says it has any at all (then no system default applies, even with none of one kind).
+    soft_spread: tuple[SpreadConstraint, ...] = ()
+    hard_spread: tuple[SpreadConstraint, ...] = ()
+    spreads: bool = False
+    host_ports: tuple[HostPort, ...] = ()
+    priority: int | None = None
+    priority_class: str = ""
+
+
+def constraints(
+    spec: dict[str, Any],
+    namespace: str,
+    pod_labels: Mapping[str, str],
+    profile: ScoringProfile,
+    spreading: bool = True,
+) -> Constraints:
+    """Read the pod's constraints; without `spreading` (a pod already bound, which nothing spreads again) its
+    topology spread constraints are left unread. Raises ValueError, KeyError, TypeError, AttributeError or
+    SelectorError (a ValueError) on a spec the API server would refuse."""
+    selector = spec.get("nodeSelector") or {}
+    spreads = spreading and bool(sequence(spec.get("topologySpreadConstraints")))
+    priority = spec.get("priority")
+    return Constraints(
+        node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+        affinity=_required(spec),
+        preferred=_preferred(spec),
+        tolerations=_tolerations(spec),
+        pod_affinity=_pod_affinity(spec, namespace, profile),
+        soft_spread=_spread(spec, pod_labels, profile, "ScheduleAnyway") if spreads else (),
+        hard_spread=_spread(spec, pod_labels, profile, "DoNotSchedule") if spreads else (),
+        spreads=spreads,
+        host_ports=_host_ports(spec),
+        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+        priority_class=str(spec.get("priorityClassName") or ""),
+    )
+
+
+def _term(term: dict[str, Any]) -> tuple[Requirement, ...]:
+    """A NodeSelectorTerm: its matchExpressions and matchFields, ANDed."""
+    result = []
+    for part in ("matchExpressions", "matchFields"):
+        for i, e in enumerate(term.get(part) or []):
+            key, operator = _strings((e["key"], e["operator"]), ("key", "operator"), part, i)
+            result.append(
+                Requirement(key, operator, tuple(str(v) for v in e.get("values") or ()), part == "matchFields")
+            )
+    return tuple(result)
+
+
+def _strings(values: tuple[Any, ...], names: tuple[str, ...], field: str, index: int) -> tuple[Any, ...]:
+    """Fields Kubernetes types as strings (or leaves out) of entry `index` of a list `field`: the API server refuses
+    anything else, and the model hashes them."""
+    for value, name in zip(values, names, strict=True):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{field}[{index}].{name}: {json.dumps(value, default=str)} is not a string")
+    return values
+
+
+def _node_affinity(spec: dict[str, Any]) -> dict[str, Any]:
+    return (spec.get("affinity") or {}).get("nodeAffinity") or {}
+
+
+def _required(spec: dict[str, Any]) -> tuple[tuple[Requirement, ...], ...]:
+    """Required node affinity: terms ORed. A term without requirements matches no node (component-helpers
+    nodeaffinity), so it is left out; a selector left with no term matches nothing (`NO_NODE`)."""
+    required = _node_affinity(spec).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return ()
+    terms = tuple(t for t in (_term(term) for term in required.get("nodeSelectorTerms") or []) if t)
+    return terms or NO_NODE
+
+
+def _preferred(spec: dict[str, Any]) -> tuple[tuple[int, tuple[Requirement, ...]], ...]:
+    """Preferred node affinity: (weight, requirements), terms of weight 0 or without requirements left out."""
+    result = []
+    for entry in _node_affinity(spec).get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+        weight, term = int(entry.get("weight") or 0), _term(entry.get("preference") or {})
+        if weight and term:
+            result.append((weight, term))
+    return tuple(result)
+
+
+def _tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
+    """The pod's tolerations, one shared tuple for each distinct set."""
+    raw = tuple(
+        (t.get("key"), t.get("operator", "Equal"), t.get("value"), t.get("effect"))
+        for t in spec.get("tolerations") or ()
+        if isinstance(t, dict)
+    )
+    if not raw:
+        return ()
+    try:
+        found = _TOLERATIONS.get(raw)
+    except TypeError:  # a list or mapping where a string belongs: said below
+        found = None
+    if found is None:
+        found = tuple(Toleration(*_strings(t, Toleration._fields, "spec.tolerations", i)) for i, t in enumerate(raw))
+        if len(_TOLERATIONS) < _KEPT:
+            _TOLERATIONS[raw] = found
+    return found
+
+
+#: Each distinct set of tolerations, once: pods of a workload (and most pods, which carry only the two defaults
+#: the admission controller adds) then share one tuple, which the engine's lookups compare by identity.
+_TOLERATIONS: dict[tuple[tuple[Any, ...], ...], tuple[Toleration, ...]] = {}
+_KEPT = 4096
+
+
+def _affinity_term(raw: Any, namespace: str, profile: ScoringProfile, where: str) -> AffinityTerm:
+    raw = mapping(raw)
+    names = frozenset(str(n) for n in sequence(raw.get("namespaces")))
+    ns_raw = raw.get("namespaceSelector") if profile.reads_namespace_selector else None
+    if not names and ns_raw is None:
+        names = frozenset({namespace})
+    return AffinityTerm(
+        selectors.parse(raw.get("labelSelector"), f"{where}.labelSelector"),
+        names,
+        selectors.parse(ns_raw, f"{where}.namespaceSelector"),
+        str(raw.get("topologyKey", "")),
+    )
+
+
+def _pod_affinity(spec: dict[str, Any], namespace: str, profile: ScoringProfile) -> PodAffinity | None:
+    """The pod's podAffinity and podAntiAffinity (None when it has neither)."""
+    affinity = mapping(spec.get("affinity"))
+    if affinity.get("podAffinity") is None and affinity.get("podAntiAffinity") is None:
+        return None
+    parts: list[Any] = []
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = mapping(affinity.get(kind))
+        where = f"spec.affinity.{kind}"
+        required = sequence(section.get("requiredDuringSchedulingIgnoredDuringExecution"))
+        preferred = sequence(section.get("preferredDuringSchedulingIgnoredDuringExecution"))
+        parts.append(
+            tuple(_affinity_term(t, namespace, profile, f"{where}.required[{i}]") for i, t in enumerate(required))
+        )
+        parts.append(
+            tuple(
+                (
+                    int(mapping(t).get("weight") or 0),
+                    _affinity_term(mapping(t).get("podAffinityTerm"), namespace, profile, f"{where}.preferred[{i}]"),
+                )
+                for i, t in enumerate(preferred)
+            )
+        )
+    return PodAffinity(parts[0], parts[2], parts[1], parts[3])
+
+
+def _spread(
+    spec: dict[str, Any], pod_labels: Mapping[str, str], profile: ScoringProfile, action: str
+) -> tuple[SpreadConstraint, ...]:
+    """The pod's own constraints with `whenUnsatisfiable: action`, as filterTopologySpreadConstraints reads them for
+    this minor (matchLabelKeys, the node inclusion policies)."""
+    result = []
+    for i, raw in enumerate(sequence(spec.get("topologySpreadConstraints"))):
+        raw = mapping(raw)
+        if raw.get("whenUnsatisfiable") != action:
+            continue
+        where = f"spec.topologySpreadConstraints[{i}]"
+        selector = selectors.parse(raw.get("labelSelector"), f"{where}.labelSelector")
+        keys = [str(k) for k in sequence(raw.get("matchLabelKeys"))]
+        if profile.reads_match_label_keys and keys and not selector.nothing:
+            selector = selector.add(
+                LabelRequirement(k, "In", frozenset({pod_labels[k]})) for k in keys if k in pod_labels
+            )
+        max_skew = raw.get("maxSkew")
+        if not isinstance(max_skew, int) or isinstance(max_skew, bool) or max_skew < 1:
+            raise SelectorError(f"{where}.maxSkew: expected a whole number >= 1")
+        honor_affinity, honor_taints = True, False
+        if profile.reads_inclusion_policies:
+            honor_affinity = raw.get("nodeAffinityPolicy", "Honor") != "Ignore"
+            honor_taints = raw.get("nodeTaintsPolicy", "Ignore") == "Honor"
+        min_domains = raw.get("minDomains", 1)
+        if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1:
+            raise SelectorError(f"{where}.minDomains: expected a whole number >= 1")
+        result.append(
+            SpreadConstraint(
+                str(raw.get("topologyKey", "")), max_skew, selector, honor_affinity, honor_taints, min_domains
+            )
+        )
+    return tuple(result)
+
+
+def _host_ports(spec: dict[str, Any]) -> tuple[HostPort, ...]:
+    """Every container's ports with a hostPort (init containers' too: kube-scheduler's NodePorts reads both)."""
+    found = []
+    for kind in ("initContainers", "containers"):
+        for container in sequence(spec.get(kind)):
+            for port in sequence(mapping(container).get("ports")):
+                port = mapping(port)
+                number = port.get("hostPort")
+                if isinstance(number, int) and not isinstance(number, bool) and number > 0:
+                    found.append(HostPort(str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), number))
+    return tuple(found)

@@ -1,0 +1,127 @@
+"""The scheduling framework, as kube-scheduler runs it for one pod: PreFilter, Filter, Score, select.
+
+A plugin (`Plugin`) answers a filter with the reasons a node does not fit (none: it fits) and a score with each
+feasible node's normalised score; its module under `gpushare.placement.plugins` holds everything it does. A
+profile (`gpushare.placement.profiles`) lists which plugins run, in which order and with which weights; the
+functions here run them: the first failing filter rejects a node, so a pending pod's message reads like the
+scheduler's (schedule_one.go findNodesThatFitPod), and the weighted scores are summed and the highest total wins
+(prioritizeNodes, selectHost). Both engines call these, so they cannot disagree on what fits or which node wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare.domain.kubescheduler import MAX_NODE_SCORE
+from gpushare.placement.model import Node, Pod
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A node a pod does not fit: the filter plugin that said so, and its reasons."""
+
+    plugin: str
+    reasons: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.plugin}: {'; '.join(self.reasons)}"
+
+
+@dataclass
+class Cycle:
+    """One pod's PreFilter state (framework.CycleState): what each plugin with a PreFilter counted, by its name."""
+
+    states: dict[str, Any] = field(default_factory=dict)
+
+
+class Plugin:
+    """A scheduler plugin: a filter, a score, or both. The base passes everything; a plugin overrides what it does.
+
+    `static`: its filter reads only a node's labels, taints and spec, so the fast engine classes nodes by it once per
+    kind of pod. `prefilter` counts what the pod's rules between pods are checked against (`Cycle`); `needs_cycle`
+    says whether that count can reject a node for this pod at all (else the engines skip it)."""
+
+    name = ""
+    static = False
+
+    def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
+        return False
+
+    def prefilter(self, pod: Pod, nodes: Sequence[Node]) -> Any:
+        return None
+
+    def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
+        return []
+
+    def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
+        """Each feasible node's score, normalised to 0..100; None when the plugin skips the pod."""
+        return None
+
+
+def default_normalize(scores: list[int], reverse: bool) -> list[int]:
+    """helper.DefaultNormalizeScore: scale to 0..100 by the highest score (reversed: 100 minus that)."""
+    top = max(scores, default=0)
+    if top == 0:
+        return [MAX_NODE_SCORE] * len(scores) if reverse else scores
+    scaled = [MAX_NODE_SCORE * s // top for s in scores]
+    return [MAX_NODE_SCORE - s for s in scaled] if reverse else scaled
+
+
+def first_rejection(filters: Sequence[Plugin], node: Node, pod: Pod, cycle: Cycle | None = None) -> Rejection | None:
+    """The first filter in order that rejects the node (None: it fits)."""
+    for plugin in filters:
+        reasons = plugin.filter(node, pod, cycle)
+        if reasons:
+            return Rejection(plugin.name, tuple(reasons))
+    return None
+
+
+def prefilter(plugins: Sequence[Plugin], pod: Pod, nodes: Sequence[Node]) -> Cycle:
+    """Every PreFilter of the profile, over every node and its bound pods."""
+    cycle = Cycle()
+    for plugin in plugins:
+        state = plugin.prefilter(pod, nodes)
+        if state is not None:
+            cycle.states[plugin.name] = state
+    return cycle
+
+
+def prioritize(
+    scores: Sequence[tuple[Plugin, int]], pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]
+) -> list[int]:
+    """Each feasible node's total: every score plugin's normalised score times its weight, summed."""
+    totals = [0] * len(feasible)
+    for plugin, weight in scores:
+        found = plugin.score(pod, feasible, all_nodes)
+        if found is None:
+            continue
+        for i, score in enumerate(found):
+            totals[i] += score * weight
+    return totals
+
+
+def tie_break(node: Node) -> tuple[int, str]:
+    """Among nodes tied on score: the one with the most GPU memory free on one device, then the first by name."""
+    return -node.room, node.name
+
+
+def select(feasible: Sequence[Node], totals: Sequence[int]) -> tuple[Node, int]:
+    """selectHost: a node with the highest total, and how many nodes shared it. kube-scheduler picks among tied
+    nodes at random; the dry run takes the first by `tie_break`, so the choice is repeatable and the fast engine
+    finds it by bisection."""
+    best = max(totals)
+    tied = [n for n, t in zip(feasible, totals, strict=True) if t == best]
+    return min(tied, key=tie_break), len(tied)
+
+
+def choose(
+    scores: Sequence[tuple[Plugin, int]], pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]
+) -> tuple[Node, int]:
+    """The node kube-scheduler binds the pod to, and the number of nodes tied with it. A single feasible node is
+    taken without scoring, as the scheduler does."""
+    if len(feasible) == 1:
+        return feasible[0], 1
+    return select(feasible, prioritize(scores, pod, feasible, all_nodes))

@@ -1,0 +1,69 @@
+"""NodeAffinity (framework/plugins/nodeaffinity): the pod's node selector and required node affinity (filter), and
+its preferred node affinity (score); the matching itself is component-helpers' nodeaffinity, which the spreading
+plugin reads too."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpushare.domain.kubescheduler import NODE_AFFINITY, ScoringProfile
+from gpushare.kube.podspec import Requirement
+from gpushare.placement.framework import Cycle, Plugin, default_normalize
+from gpushare.placement.model import Node, Pod
+
+
+def _matches(requirement: Requirement, node: Node) -> bool:
+    if requirement.field:
+        present, value = requirement.key == "metadata.name", node.name
+    else:
+        present, value = requirement.key in node.labels, node.labels.get(requirement.key, "")
+    op = requirement.operator
+    if op == "In":
+        return present and value in requirement.values
+    if op == "NotIn":
+        return not present or value not in requirement.values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present:
+        try:
+            number, bound = int(value), int(requirement.values[0])
+        except (ValueError, IndexError):
+            return False
+        return number > bound if op == "Gt" else number < bound
+    return False
+
+
+def matches_term(term: tuple[Requirement, ...], node: Node) -> bool:
+    return all(_matches(r, node) for r in term)
+
+
+def matches_required(node: Node, pod: Pod) -> bool:
+    """nodeSelector and required node affinity (component-helpers RequiredNodeAffinity.Match)."""
+    if any(node.labels.get(k) != v for k, v in pod.node_selector):
+        return False
+    return not pod.affinity or any(matches_term(term, node) for term in pod.affinity)
+
+
+def raw_score(node: Node, pod: Pod) -> int:
+    """The weights of the preferred terms the node matches; the fast engine groups nodes by it."""
+    return sum(weight for weight, term in pod.preferred if matches_term(term, node))
+
+
+def normalize(raws: list[int]) -> list[int]:
+    return default_normalize(raws, reverse=False)
+
+
+class NodeAffinity(Plugin):
+    name = NODE_AFFINITY
+    static = True
+
+    def __init__(self, scheduler: ScoringProfile) -> None:
+        self.scheduler = scheduler
+
+    def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
+        return [] if matches_required(node, pod) else [self.scheduler.affinity_reason]
+
+    def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
+        return normalize([raw_score(n, pod) for n in feasible])

@@ -1,0 +1,150 @@
+"""Profiles: which plugins run for a semantics, in which order and with which weights, for the modelled minor.
+
+`upstream` is kube-scheduler's default profile of that minor and configuration API (filters in the scheduler's
+order, the score plugins and weights of `ScoringProfile.weights`) with the open-source extender's filter and bind
+last, as kube-scheduler calls an extender after its own filters. `ack` is ACK's scheduler as its documents describe
+it: the same filters plus ACK's node modes and device rules, and nodes ordered by GPU memory allocated (binpack or
+spread) instead of kube-scheduler's scores, which ACK does not publish. Everything that differs between the two is a
+field here; no plugin asks which profile it is in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gpushare.domain import kubescheduler as ks
+from gpushare.domain.kubescheduler import ScoringProfile
+from gpushare.kube import workloads
+from gpushare.placement import framework
+from gpushare.placement.framework import Cycle, Plugin, Rejection
+from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement.plugins.ackgpu import AckGpuShare, GpuNodeMode
+from gpushare.placement.plugins.gpushare import GpuShare
+from gpushare.placement.plugins.imagelocality import ImageLocality
+from gpushare.placement.plugins.interpodaffinity import InterPodAffinity
+from gpushare.placement.plugins.nodeaffinity import NodeAffinity
+from gpushare.placement.plugins.nodepreferavoidpods import NodePreferAvoidPods
+from gpushare.placement.plugins.noderesources import BalancedAllocation, Fit, LeastAllocated
+from gpushare.placement.plugins.nodeunschedulable import NodeUnschedulable
+from gpushare.placement.plugins.podtopologyspread import PodTopologySpread
+from gpushare.placement.plugins.tainttoleration import TaintToleration
+
+#: Problems found reading a pod that make it invalid: the open-source stack knows no compute nor gpu-count label.
+_UPSTREAM_REFUSES = frozenset({workloads.MALFORMED})
+_ACK_REFUSES = frozenset(
+    {
+        workloads.MALFORMED,
+        workloads.CORE_STEP,
+        workloads.CORE_NEEDS_MEM,
+        workloads.GPU_COUNT,
+        workloads.MULTI_WITH_CORE,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The plugins of one semantics for one minor, and what else the semantics decides."""
+
+    semantics: Semantics
+    #: Filters in the order they run: those that read only a node's labels, taints and spec first (the fast engine
+    #: classes nodes by them once per kind of pod), then those that read what is in use.
+    static_filters: tuple[Plugin, ...]
+    dynamic_filters: tuple[Plugin, ...]
+    #: Plugins with a PreFilter (the rules between pods).
+    prefilters: tuple[Plugin, ...]
+    #: Score plugins and weights (kube-scheduler's); empty where nodes are taken in `node_order` instead.
+    scores: tuple[tuple[Plugin, int], ...]
+    #: Lower is better: the node order where there is no scoring (ACK's binpack or spread).
+    node_order: Callable[[Node], tuple[float, str]] | None
+    #: The device plugin: which GPUs may take a pod, and which it gets.
+    gpus: GpuShare
+    #: Problems that make a pod invalid (rule IDs of the workload reader).
+    refuses: frozenset[str]
+    #: Reads the multi-GPU label (`aliyun.com/gpu-count` on a pod) and GPU compute (node capacity, pod limits).
+    multi_gpu: bool
+    compute: bool
+    #: A running pod without the extender's GPU-index annotation is given GPUs as a bind would (ACK's scheduler
+    #: knows where its pods run); else it is charged to its node only, as the extender counts it on no device.
+    places_unannotated: bool
+    #: The scheduling queue retries a pending pod a bind may have made schedulable at once (kube-scheduler 1.33+).
+    retries_at_once: bool
+
+    @property
+    def scheduler(self) -> ScoringProfile:
+        return self.semantics.scheduler
+
+    @property
+    def scored(self) -> bool:
+        """Nodes are chosen by kube-scheduler's scores (the fast engine then keeps its score index)."""
+        return bool(self.scores)
+
+    def static_rejection(self, node: Node, pod: Pod) -> Rejection | None:
+        """The filters that depend on the node's labels, taints and spec only."""
+        return framework.first_rejection(self.static_filters, node, pod)
+
+    def dynamic_rejection(self, node: Node, pod: Pod, cycle: Cycle | None = None) -> Rejection | None:
+        """The filters that depend on what is already in use; `cycle` holds the pod's counts of other pods (None: no
+        rule between pods applies to it)."""
+        return framework.first_rejection(self.dynamic_filters, node, pod, cycle)
+
+    def rejection(self, node: Node, pod: Pod, cycle: Cycle | None = None) -> Rejection | None:
+        """Why `pod` does not fit `node` now (None: it fits): the first failing filter plugin."""
+        return self.static_rejection(node, pod) or self.dynamic_rejection(node, pod, cycle)
+
+    def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
+        """Whether a rule between pods can reject a node for this pod (else no PreFilter need count)."""
+        return any(p.needs_cycle(pod, anti_affinity_bound) for p in self.prefilters)
+
+    def prefilter(self, pod: Pod, nodes: Sequence[Node]) -> Cycle:
+        return framework.prefilter(self.prefilters, pod, nodes)
+
+    def choose(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> tuple[Node, int]:
+        """The node a fitting pod goes to, and how many nodes tied for it: kube-scheduler's scores, or the first in
+        `node_order` (no tie is reported there: the order is ACK's promise, not a score)."""
+        if self.node_order is None:
+            return framework.choose(self.scores, pod, feasible, all_nodes)
+        return min(feasible, key=self.node_order), 1
+
+
+def _scores(scheduler: ScoringProfile) -> tuple[tuple[Plugin, int], ...]:
+    """The minor's score plugins with their weights, in the order its configuration lists them."""
+    registry: dict[str, Callable[[], Plugin]] = {
+        ks.NODE_RESOURCES_FIT: lambda: Fit(scheduler),
+        ks.LEAST_ALLOCATED: lambda: LeastAllocated(scheduler),
+        ks.BALANCED_ALLOCATION: lambda: BalancedAllocation(scheduler),
+        ks.IMAGE_LOCALITY: ImageLocality,
+        ks.INTER_POD_AFFINITY: lambda: InterPodAffinity(scheduler),
+        ks.NODE_AFFINITY: lambda: NodeAffinity(scheduler),
+        ks.PREFER_AVOID_PODS: NodePreferAvoidPods,
+        ks.POD_TOPOLOGY_SPREAD: lambda: PodTopologySpread(scheduler),
+        ks.TAINT_TOLERATION: lambda: TaintToleration(scheduler),
+    }
+    return tuple((registry[name](), weight) for name, weight in scheduler.weights if name in registry)
+
+
+def profile(semantics: Semantics) -> Profile:
+    """The profile a semantics runs."""
+    scheduler = semantics.scheduler
+    spread, affinity = PodTopologySpread(scheduler), InterPodAffinity(scheduler)
+    upstream = semantics.name == "upstream"
+    gpus = GpuShare() if upstream else AckGpuShare(semantics.placement, semantics.cgpu_max_pods_per_gpu)
+    # kube-scheduler's filter order; ACK's node-mode check reads labels only, the device check runs last
+    node_filters: tuple[Plugin, ...] = (NodeUnschedulable(), TaintToleration(scheduler), NodeAffinity(scheduler))
+    if not upstream:
+        node_filters += (GpuNodeMode(),)
+    return Profile(
+        semantics=semantics,
+        static_filters=node_filters,
+        dynamic_filters=(Fit(scheduler), spread, affinity, gpus),
+        prefilters=(spread, affinity),
+        scores=_scores(scheduler) if upstream else (),
+        node_order=None if upstream or not isinstance(gpus, AckGpuShare) else gpus.node_key,
+        gpus=gpus,
+        refuses=_UPSTREAM_REFUSES if upstream else _ACK_REFUSES,
+        multi_gpu=not upstream,
+        compute=not upstream,
+        places_unannotated=not upstream,
+        retries_at_once=upstream and scheduler.retries_at_once,
+    )
