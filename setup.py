@@ -44,7 +44,6 @@ COMPILED = [
     "gpushare/placement/result.py",
     "gpushare/placement/scoreindex.py",
     "gpushare/domain/kubescheduler.py",
-    "gpushare/kube/selectors.py",
     "gpushare/kube/podspec.py",
     "gpushare/placement/inputs.py",
     "gpushare/kube/workloads.py",

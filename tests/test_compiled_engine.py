@@ -121,8 +121,7 @@ def test_a_pod_copied_with_changes_keeps_every_other_field() -> None:
     is refused outright."""
     from dataclasses import fields
 
-    from gpushare.kube.podspec import HostPort, Requirement, SpreadConstraint, Toleration
-    from gpushare.kube.selectors import from_set
+    from gpushare.kube.podspec import HostPort, Requirement, SpreadConstraint, Toleration, from_set
     from gpushare.placement.model import Pod, with_changes
 
     spread = (SpreadConstraint("zone", 1, from_set({"app": "a"})),)

@@ -1,6 +1,6 @@
 """The chart form: Chart.yaml, documented values.yaml, values.schema.json, templates and NOTES.txt.
 
-Templates come from the same object builders as the manifests (`gpushare.template.to_helm`), so a
+Templates come from the same object builders as the manifests (`gpushare.generate.template.to_helm`), so a
 chart rendered by Helm with its default values equals the manifests object by object.
 """
 

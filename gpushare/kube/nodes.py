@@ -5,15 +5,18 @@ Lenient like the workload reader: a malformed capacity is a `Problem` (GN301) fo
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.domain import labels
 from gpushare.domain.quantity import QuantityError, count, milli, whole
 from gpushare.kube.documents import Source
-from gpushare.kube.fields import Problem, mapping
+from gpushare.kube.fields import Problem, mapping, sequence
 
 MALFORMED = "GN301"
+#: The annotation that asks the scheduler to keep some controllers' pods away (v1.PreferAvoidPodsAnnotationKey).
+PREFER_AVOID_PODS = "scheduler.alpha.kubernetes.io/preferAvoidPods"
 #: kubelet's default when a Node reports no pod capacity.
 DEFAULT_MAX_PODS = 110
 
@@ -54,6 +57,21 @@ class NodeInfo:
         return self.labels.get("node.kubernetes.io/instance-type") or self.labels.get(
             "beta.kubernetes.io/instance-type"
         )
+
+    @property
+    def avoided(self) -> frozenset[tuple[str, str]]:
+        """Controllers (kind, uid) the preferAvoidPods annotation names; unreadable JSON avoids nothing, as in
+        kube-scheduler (NodePreferAvoidPods reads it)."""
+        raw = self.annotations.get(PREFER_AVOID_PODS)
+        try:
+            entries = json.loads(raw).get("preferAvoidPods") if isinstance(raw, str) else None
+        except (ValueError, AttributeError):
+            return frozenset()
+        result = set()
+        for entry in sequence(entries):
+            ref = mapping(mapping(mapping(entry).get("podSignature")).get("podController"))
+            result.add((str(ref.get("kind", "")), str(ref.get("uid", ""))))
+        return frozenset(result)
 
     @property
     def region(self) -> str | None:

@@ -9,7 +9,7 @@ helpers the API gives them (`tolerates`).
 Requests are counted the way kube-scheduler counts them for node-level fit (containers summed, the largest init
 container if larger, plus overhead), and the GPU memory also the way the gpushare extender counts it (containers
 only). Reading requests is lenient: a bad value becomes a `Problem`, never an exception. Reading constraints raises
-(ValueError, KeyError, TypeError, AttributeError, `selectors.SelectorError`), and `place` reports the pod invalid
+(ValueError, KeyError, TypeError, AttributeError, `SelectorError`), and `place` reports the pod invalid
 with the message: validate, which never read them, reports the same pods as before.
 
 Fields the API server drops while their feature is off are read only from the minor that serves them (the
@@ -19,19 +19,122 @@ Fields the API server drops while their feature is off are read only from the mi
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from gpushare.domain import labels
 from gpushare.domain.kubescheduler import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, ScoringProfile
 from gpushare.domain.quantity import QuantityError, count, milli, whole
-from gpushare.kube import selectors
 from gpushare.kube.fields import Problem, mapping, sequence
-from gpushare.kube.selectors import LabelRequirement, LabelSelector, SelectorError
 
 #: The rule ID of a pod spec that cannot be read as it is (its entry is in gpushare.policy.rules.workloads).
 MALFORMED = "GW201"
+
+
+# --- label selectors (apimachinery labels.Selector, metav1.LabelSelectorAsSelector) ------------------------------
+#
+# Topology spreading and pod affinity count the pods a selector matches; these rules decide which. A selector is a
+# conjunction of requirements; `matchLabels` are equalities; `NotIn` and `DoesNotExist` match a pod without the key.
+# A missing selector (None in a document) matches nothing, an empty one (`{}`) everything.
+
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+class SelectorError(ValueError):
+    """A selector Kubernetes would refuse: the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class LabelRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: frozenset[str] = frozenset()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return present
+        return not present  # DoesNotExist
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """A conjunction of requirements; `nothing` marks the selector that matches no object (a nil selector)."""
+
+    requirements: tuple[LabelRequirement, ...] = ()
+    nothing: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """No requirement at all (it matches every object): kube-scheduler's `selector.Empty()`."""
+        return not self.nothing and not self.requirements
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.nothing:
+            return False
+        return all(r.matches(labels) for r in self.requirements)
+
+    def add(self, requirements: Iterable[LabelRequirement]) -> LabelSelector:
+        """This selector and more requirements (`selector.Add`), kept sorted as apimachinery keeps them."""
+        merged = tuple(sorted({*self.requirements, *requirements}, key=lambda r: (r.key, r.operator, sorted(r.values))))
+        return LabelSelector(merged, self.nothing)
+
+    @property
+    def anchor(self) -> tuple[str, str] | None:
+        """A label every matching object carries (key, value), for indexing; None when no single value is implied."""
+        for r in self.requirements:
+            if r.operator == "In" and len(r.values) == 1:
+                return r.key, next(iter(r.values))
+        return None
+
+
+NOTHING = LabelSelector(nothing=True)
+EVERYTHING = LabelSelector()
+
+
+def from_set(labels: Mapping[str, Any]) -> LabelSelector:
+    """`labels.Set(m).AsSelector()`: one equality per entry (a Service's or ReplicationController's selector)."""
+    if not labels:  # most pods' default spreading, with no Service or controller that selects them
+        return EVERYTHING
+    return LabelSelector().add(LabelRequirement(str(k), "In", frozenset({str(v)})) for k, v in labels.items())
+
+
+def parse_selector(raw: Any, field: str = "labelSelector") -> LabelSelector:
+    """A `metav1.LabelSelector` document; None is the nil selector (matches nothing). Raises SelectorError."""
+    if raw is None:
+        return NOTHING
+    if not isinstance(raw, dict):
+        raise SelectorError(f"{field}: expected a mapping with matchLabels and/or matchExpressions")
+    requirements = []
+    match_labels = raw.get("matchLabels") or {}
+    if not isinstance(match_labels, dict):
+        raise SelectorError(f"{field}.matchLabels: expected a mapping")
+    for key, value in match_labels.items():
+        requirements.append(LabelRequirement(str(key), "In", frozenset({str(value)})))
+    expressions = raw.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise SelectorError(f"{field}.matchExpressions: expected a list")
+    for i, expr in enumerate(expressions):
+        where = f"{field}.matchExpressions[{i}]"
+        if not isinstance(expr, dict) or "key" not in expr:
+            raise SelectorError(f"{where}: expected key, operator and values")
+        operator = str(expr.get("operator", ""))
+        values = expr.get("values") or []
+        if operator not in OPERATORS:
+            raise SelectorError(f"{where}.operator: {operator!r} is not one of {', '.join(OPERATORS)}")
+        if not isinstance(values, list):
+            raise SelectorError(f"{where}.values: expected a list")
+        if operator in ("In", "NotIn") and not values:
+            raise SelectorError(f"{where}.values: {operator} needs at least one value")
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise SelectorError(f"{where}.values: {operator} takes no values")
+        requirements.append(LabelRequirement(str(expr["key"]), operator, frozenset(str(v) for v in values)))
+    return LabelSelector().add(requirements)
 
 
 # --- the API's types ---------------------------------------------------------------------------------------------
@@ -151,6 +254,11 @@ class Requests:
     @property
     def memory(self) -> int:
         return self.requests.get("memory", 0)
+
+
+def normalized_image(name: str) -> str:
+    """An image as kube-scheduler's ImageLocality looks it up: `:latest` added when the reference names no tag."""
+    return name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
 
 
 def _resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -379,9 +487,9 @@ def _affinity_term(raw: Any, namespace: str, profile: ScoringProfile, where: str
     if not names and ns_raw is None:
         names = frozenset({namespace})
     return AffinityTerm(
-        selectors.parse(raw.get("labelSelector"), f"{where}.labelSelector"),
+        parse_selector(raw.get("labelSelector"), f"{where}.labelSelector"),
         names,
-        selectors.parse(ns_raw, f"{where}.namespaceSelector"),
+        parse_selector(ns_raw, f"{where}.namespaceSelector"),
         str(raw.get("topologyKey", "")),
     )
 
@@ -423,7 +531,7 @@ def _spread(
         if raw.get("whenUnsatisfiable") != action:
             continue
         where = f"spec.topologySpreadConstraints[{i}]"
-        selector = selectors.parse(raw.get("labelSelector"), f"{where}.labelSelector")
+        selector = parse_selector(raw.get("labelSelector"), f"{where}.labelSelector")
         keys = [str(k) for k in sequence(raw.get("matchLabelKeys"))]
         if profile.reads_match_label_keys and keys and not selector.nothing:
             selector = selector.add(

@@ -11,22 +11,23 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from gpushare.domain import labels, profiles
+from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import Placement
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.errors import InputError
-from gpushare.kube import podspec, selectors, workloads
+from gpushare.kube import podspec, workloads
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo, read_node
-from gpushare.kube.podspec import Requirement, Taint, Toleration
-from gpushare.kube.selectors import SelectorError
+from gpushare.kube.podspec import Requirement, SelectorError, Taint, Toleration
 from gpushare.kube.workloads import Workload, read_workload
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
-from gpushare.placement.plugins import imagelocality, interpodaffinity, nodepreferavoidpods, nodeunschedulable
+from gpushare.placement.plugins import nodepreferavoidpods, nodeunschedulable
 from gpushare.placement.plugins.podtopologyspread import TEMPLATE_HASH, Owners, soft_constraints
 from gpushare.placement.profiles import Profile, profile
 
@@ -100,7 +101,7 @@ def to_pod(
         nz_cpu=view.pod.nz_cpu,
         nz_memory=view.pod.nz_memory,
         images=tuple(
-            imagelocality.normalized_image(i)
+            podspec.normalized_image(i)
             for i in (view.pod.init_images + view.pod.images if scheduler.images_include_init else view.pod.images)
         ),
         preferred=read.preferred,
@@ -108,7 +109,7 @@ def to_pod(
         spread_own=spread_own,
         hard_spread=read.hard_spread,
         pod_affinity=read.pod_affinity,
-        ns_labels=tuple(sorted(interpodaffinity.namespace_labels(view.namespace, namespaces or {}, scheduler).items())),
+        ns_labels=tuple(sorted(namespace_labels(view.namespace, namespaces or {}, scheduler).items())),
         scheduler_name=str(spec.get("schedulerName") or profiles.DEFAULT_SCHEDULER_NAME),
         owner=(controller[1], controller[3]) if controller and controller[1] in nodepreferavoidpods.KINDS else None,
         host_ports=read.host_ports,
@@ -166,10 +167,43 @@ def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], plugins: Profile,
         placement,
         address=info.address,
         other={r: n for r, n in info.other.items() if r not in _MODELLED},
-        avoid=nodepreferavoidpods.avoided(info.annotations),
+        avoid=info.avoided,
     )
     node.refresh_room()
     return node
+
+
+def _image_states(nodes: list[Node], infos: list[NodeInfo]) -> None:
+    """The scheduler cache's image states, as ImageLocality reads them: an image's size times the share of all
+    nodes that hold it, on each node that holds it.
+
+    kube-scheduler's cache keeps one size per image name, the one the first node to report it gave; the dry run
+    takes the first node in input order (`kubectl get nodes` lists them by name, as the scheduler's informer does
+    when it starts). Its count of nodes holding an image is refreshed when a node is updated, which kubelets do every
+    few minutes; the dry run counts every node."""
+    holders: Counter[str] = Counter()
+    sizes: dict[str, int] = {}
+    for info in infos:
+        for names, size in info.images:
+            for name in names:
+                sizes.setdefault(name, size)
+        holders.update({n for names, _ in info.images for n in names})
+    for node, info in zip(nodes, infos, strict=True):
+        for names, _ in info.images:
+            for name in names:
+                node.image_scores[name] = int(sizes[name] * (holders[name] / len(nodes)))
+
+
+def namespace_labels(
+    namespace: str, objects: Mapping[str, Mapping[str, str]], scheduler: ScoringProfile
+) -> dict[str, str]:
+    """A namespace's labels as the scheduler's lister gives them (pod affinity's namespaceSelector reads them): the
+    Namespace object's, with the name label the API server sets on every namespace from 1.21; empty for one not in
+    the inputs."""
+    found = dict(objects.get(namespace, {}))
+    if scheduler.adds_namespace_name_label:
+        found.setdefault("kubernetes.io/metadata.name", namespace)
+    return found
 
 
 @dataclass
@@ -218,7 +252,7 @@ def build(
     nodes = [node_model(info, unhealthy, plugins, ratio) for info in infos]
     for i, node in enumerate(nodes):
         node.id = i
-    imagelocality.node_scores(nodes, infos)
+    _image_states(nodes, infos)
     owners = Owners()
     for src in existing_docs + workload_docs:  # what the cluster will hold: its Services and pod controllers
         owners.add(src)
@@ -294,13 +328,13 @@ def _pods(
         if key not in owners.controllers:
             try:
                 selector = (
-                    selectors.parse(view.selector, "spec.selector")
+                    podspec.parse_selector(view.selector, "spec.selector")
                     if view.selector is not None
-                    else (selectors.from_set(template_labels))
+                    else (podspec.from_set(template_labels))
                 )
             except SelectorError:
-                selector = selectors.NOTHING
-            owners.controllers[key] = selector.add(selectors.from_set({TEMPLATE_HASH: template_hash}).requirements)
+                selector = podspec.NOTHING
+            owners.controllers[key] = selector.add(podspec.from_set({TEMPLATE_HASH: template_hash}).requirements)
     elif view.kind in ("ReplicaSet", "StatefulSet"):
         controller = ("apps/v1", view.kind, view.name, "")
     pod = to_pod(view, plugins, ratio, owners, pod_labels, controller, namespaces, template)

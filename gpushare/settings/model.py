@@ -2,7 +2,7 @@
 
 Flags, a `--config` YAML document and Python callers all end here. Structure and types are checked
 by pydantic (unknown keys are refused, so a typo is never silently ignored); the product's
-cross-field rules (unit per profile, compute allocation prerequisites...) live in `gpushare.rules`.
+cross-field rules (unit per profile, compute allocation prerequisites...) live in `gpushare.policy.rules`.
 """
 
 from __future__ import annotations

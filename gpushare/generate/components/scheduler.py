@@ -5,7 +5,7 @@ the scheduler reaches on 127.0.0.1; a NetworkPolicy admits no ingress, so the ex
 unauthenticated HTTP API (and its pprof routes) is not reachable from other pods.
 control-plane: RBAC for the extender running inside kubeadm's kube-scheduler static pod (it uses the
 scheduler's own kubeconfig, so the binding names the `system:kube-scheduler` user); the static-pod
-changes themselves are files (`gpushare.controlplane`).
+changes themselves are files (`gpushare.generate.controlplane`).
 """
 
 from __future__ import annotations

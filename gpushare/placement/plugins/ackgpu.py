@@ -5,6 +5,8 @@ GPUs. ACK's scheduler is not public; these plugins model what its documents prom
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gpushare.domain import labels
 from gpushare.domain.kubescheduler import GPU_NODE_MODE
 from gpushare.domain.labels import Placement
@@ -30,15 +32,15 @@ class GpuNodeMode(Plugin):
         return []
 
 
+@dataclass(frozen=True)
 class AckGpuShare(GpuShare):
     """Device rules: memory-only and compute pods never share a node; a cgpu GPU holds at most
     `cgpu_max_pods_per_gpu` pods; a compute pod needs its percentage free on the device. GPUs are chosen by the
     node's placement label (binpack fills the fullest fitting GPUs first, spread the emptiest), and nodes by GPU
     memory allocated (`node_key`)."""
 
-    def __init__(self, placement: Placement, cgpu_max_pods_per_gpu: int) -> None:
-        self.placement = placement
-        self.cgpu_max_pods_per_gpu = cgpu_max_pods_per_gpu
+    placement: Placement
+    cgpu_max_pods_per_gpu: int
 
     def mixes(self, node: Node, kind: str) -> bool:
         return (kind == "compute" and node.mem_only_pods > 0) or (kind == "mem" and node.compute_pods > 0)

@@ -5,7 +5,7 @@ pods' terms, scored per domain."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpushare.domain.kubescheduler import INTER_POD_AFFINITY, MAX_NODE_SCORE, ScoringProfile
@@ -46,17 +46,6 @@ def _all_match(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
     return bool(terms) and all(term_matches(t, pod) for t in terms)
 
 
-def namespace_labels(
-    namespace: str, objects: Mapping[str, Mapping[str, str]], scheduler: ScoringProfile
-) -> dict[str, str]:
-    """A namespace's labels as the scheduler's lister gives them: the Namespace object's, with the name label the
-    API server sets on every namespace from 1.21; empty for one not in the inputs."""
-    found = dict(objects.get(namespace, {}))
-    if scheduler.adds_namespace_name_label:
-        found.setdefault("kubernetes.io/metadata.name", namespace)
-    return found
-
-
 def hint(waiting: Pod, reasons: set[str], bound: Pod) -> bool:
     """The queueing hint: a pod rejected for its required affinity may fit once a pod matching all its terms is
     bound."""
@@ -64,11 +53,11 @@ def hint(waiting: Pod, reasons: set[str], bound: Pod) -> bool:
     return bool(affinity and reasons & LIFTABLE and all(term_matches(term, bound) for term in affinity))
 
 
+@dataclass(frozen=True)
 class InterPodAffinity(Plugin):
     name = INTER_POD_AFFINITY
 
-    def __init__(self, scheduler: ScoringProfile) -> None:
-        self.scheduler = scheduler
+    scheduler: ScoringProfile
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         own = pod.pod_affinity is not None and (pod.pod_affinity.required or pod.pod_affinity.required_anti)

@@ -5,6 +5,7 @@ plugin reads too."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from gpushare.domain.kubescheduler import NODE_AFFINITY, ScoringProfile
 from gpushare.kube.podspec import Requirement
@@ -55,12 +56,12 @@ def normalize(raws: list[int]) -> list[int]:
     return default_normalize(raws, reverse=False)
 
 
+@dataclass(frozen=True)
 class NodeAffinity(Plugin):
     name = NODE_AFFINITY
     static = True
 
-    def __init__(self, scheduler: ScoringProfile) -> None:
-        self.scheduler = scheduler
+    scheduler: ScoringProfile
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         return [] if matches_required(node, pod) else [self.scheduler.affinity_reason]

@@ -5,6 +5,7 @@ and BalancedAllocation, with the arithmetic of each minor."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from gpushare.domain import labels
 from gpushare.domain.kubescheduler import (
@@ -94,6 +95,7 @@ def _balance(node: Node, cpu: int, memory: int) -> int:
     return int((1 - abs((fraction_cpu - fraction_memory) / 2)) * MAX_NODE_SCORE)
 
 
+@dataclass(frozen=True)
 class Fit(Plugin):
     """NodeResourcesFit: every resource the node lacks, as kube-scheduler lists them. Requests are node-level (the
     largest init container counts when larger than the containers' sum), GPU memory included: kube-scheduler checks
@@ -101,8 +103,7 @@ class Fit(Plugin):
 
     name = NODE_RESOURCES_FIT
 
-    def __init__(self, scheduler: ScoringProfile) -> None:
-        self.scheduler = scheduler
+    scheduler: ScoringProfile
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         reasons = lacking(node, pod)
@@ -125,11 +126,11 @@ class LeastAllocated(Fit):
         return []
 
 
+@dataclass(frozen=True)
 class BalancedAllocation(Plugin):
     name = BALANCED_ALLOCATION
 
-    def __init__(self, scheduler: ScoringProfile) -> None:
-        self.scheduler = scheduler
+    scheduler: ScoringProfile
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [balanced(n, pod, self.scheduler) for n in feasible]

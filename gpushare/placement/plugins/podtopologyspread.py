@@ -21,11 +21,9 @@ from typing import Any
 
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.kubescheduler import MAX_NODE_SCORE, POD_TOPOLOGY_SPREAD, ScoringProfile, go_log, go_round
-from gpushare.kube import selectors
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping, sequence
-from gpushare.kube.podspec import SpreadConstraint, tolerates
-from gpushare.kube.selectors import LabelSelector, SelectorError
+from gpushare.kube.podspec import LabelSelector, SelectorError, SpreadConstraint, from_set, parse_selector, tolerates
 from gpushare.placement.framework import Cycle, Plugin
 from gpushare.placement.model import Node, Pod
 from gpushare.placement.plugins.nodeaffinity import matches_required
@@ -67,10 +65,10 @@ class Owners:
         elif kind == "ReplicationController":
             raw = spec.get("selector")
             if isinstance(raw, dict) and raw:
-                self.controllers[(namespace, kind, name)] = selectors.from_set(raw)
+                self.controllers[(namespace, kind, name)] = from_set(raw)
         elif kind in ("ReplicaSet", "StatefulSet"):
             try:
-                self.controllers[(namespace, kind, name)] = selectors.parse(spec.get("selector"), "spec.selector")
+                self.controllers[(namespace, kind, name)] = parse_selector(spec.get("selector"), "spec.selector")
             except SelectorError as exc:
                 self.unreadable.append(f"{kind} {namespace}/{name}: {exc}")
                 return
@@ -104,10 +102,10 @@ class Owners:
         """helper/spread.go DefaultSelector for this minor: Services merged, then the controller's selector."""
         merged: dict[str, str] = {}
         for selector in self.services.get(namespace, []):
-            if selectors.from_set(selector).matches(labels):
+            if from_set(selector).matches(labels):
                 merged.update(selector)
         if profile.spread_selector_by_owner:
-            result = selectors.from_set(merged)
+            result = from_set(merged)
             if controller is None or (controller[0], controller[1]) not in _OWNER_GVK:
                 return result
             found = self.controllers.get((namespace, controller[1], controller[2]))
@@ -115,15 +113,15 @@ class Owners:
                 return result
             if controller[1] == "ReplicationController":
                 merged.update({r.key: next(iter(r.values)) for r in found.requirements})
-                return selectors.from_set(merged)
+                return from_set(merged)
             return result.add(found.requirements) if not found.nothing else result
         # 1.20-1.21: every controller of the namespace whose selector matches the pod's labels
         if not labels:
-            return selectors.from_set(merged)
+            return from_set(merged)
         for (ns, kind, _), found in sorted(self.controllers.items()):
             if ns == namespace and kind == "ReplicationController" and found.matches(labels):
                 merged.update({r.key: next(iter(r.values)) for r in found.requirements})
-        result = selectors.from_set(merged)
+        result = from_set(merged)
         for (ns, kind, _), found in sorted(self.controllers.items()):
             if ns == namespace and kind != "ReplicationController" and not found.empty and found.matches(labels):
                 result = result.add(found.requirements)
@@ -245,11 +243,11 @@ def normalize(raw: list[int], ignored: list[bool]) -> list[int]:
     return result
 
 
+@dataclass(frozen=True)
 class PodTopologySpread(Plugin):
     name = POD_TOPOLOGY_SPREAD
 
-    def __init__(self, scheduler: ScoringProfile) -> None:
-        self.scheduler = scheduler
+    scheduler: ScoringProfile
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         return bool(pod.hard_spread)
