@@ -27,11 +27,15 @@ TEMPLATES = set(
 
 
 def resolve(path: str) -> Path | None:
+    """The file a path names from a root of the repository; a bare file name, the one file of that name."""
     for root in ROOTS:
         for base in (REPO / root, REPO / root / "gpushare"):
             candidate = base / path
             if candidate.is_file():
                 return candidate
+    if "/" not in path:
+        found = [f for root in ROOTS[:-1] for f in (REPO / root).rglob(path)]
+        return found[0] if len(found) == 1 else None
     return None
 
 
