@@ -2,7 +2,8 @@
 
 The steps read like kube-scheduler's: filter, score, select, bind (`plugins`), run by a reference engine
 of plain loops and a fast one with indexes (`reference`, `engine`), over a model (`model`) built from
-Kubernetes documents (`inputs`); `run` ties them together, `report`, `compare` and `plot` present the result.
+Kubernetes documents (`inputs`); `run` ties them together, `report` and `plot` present the result, and `command`
+is `gpushare place` and `inspect`.
 """
 
 from gpushare.placement import engine as _engine

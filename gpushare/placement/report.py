@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TextIO
 
+from gpushare import jsontext
 from gpushare.domain import kinds
 from gpushare.domain.profiles import MIB_PER_UNIT
-from gpushare.placement.model import Node
+from gpushare.placement.model import Node, Semantics
 from gpushare.placement.result import Pending, PlacementResult
 
 
@@ -199,3 +200,44 @@ def inspect_text(result: PlacementResult) -> str:
     percent = int(used * 100 / total) if total else 0
     lines.append(f"{used}/{total} ({percent}%)")
     return "\n".join(lines) + "\n"
+
+
+def write(result: PlacementResult, output: str, out: TextIO) -> None:
+    """One run in the form asked for: `json`, `inspect` or the table."""
+    if output == "json":
+        out.write(jsontext.dumps(to_dict(result)) + "\n")
+    elif output == "inspect":
+        out.write(inspect_text(result))
+    else:
+        out.write(to_text(result))
+
+
+def write_comparison(
+    rows: list[tuple[str, Semantics, PlacementResult]],
+    output: str,
+    out: TextIO,
+    converted_from: str | None = None,
+    note: str = "",
+) -> None:
+    """The variants of `--compare` side by side; with `converted_from`, the unit the files' numbers were converted
+    from into each scheduling unit compared (JSON), and the `note` that says so (text)."""
+    if output == "json":
+        doc = {
+            "apiVersion": kinds.API_VERSION,
+            "kind": kinds.PLACEMENT_COMPARISON,
+            **({"convertedFrom": converted_from} if converted_from else {}),
+            "variants": [
+                {"variant": name, "semantics": to_dict(r)["semantics"], "summary": summary(r)} for name, _, r in rows
+            ],
+        }
+        out.write(jsontext.dumps(doc) + "\n")
+        return
+    table = [["VARIANT", "PLACED", "PENDING", "INVALID", "GPUS TOUCHED", "FRAGMENTED"]]
+    for name, semantics, result in rows:
+        s = summary(result)
+        gpus = f"{s['gpusTouched']}/{s['gpus']}"
+        fragmented = f"{s['fragmentation']} x {semantics.gpu_memory_unit}"
+        table.append([name, str(s["placed"]), str(s["pending"]), str(s["invalid"]), gpus, fragmented])
+    out.write("\n".join(_table(table)) + "\n")
+    if note:
+        out.write(f"\n{note}\n")
