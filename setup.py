@@ -37,6 +37,7 @@ COMPILED = [
     "gpushare/placement/plugins/nodeaffinity.py",
     "gpushare/placement/plugins/nodepreferavoidpods.py",
     "gpushare/placement/plugins/noderesources.py",
+    "gpushare/placement/plugins/nodeports.py",
     "gpushare/placement/plugins/nodeunschedulable.py",
     "gpushare/placement/plugins/podtopologyspread.py",
     "gpushare/placement/plugins/tainttoleration.py",

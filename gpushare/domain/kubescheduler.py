@@ -257,6 +257,12 @@ class ScoringProfile:
         the scheduler is idle (gpushare.placement.requeue)."""
         return self.minor >= 33
 
+    @property
+    def sidecar_host_ports(self) -> bool:
+        """1.33 on (1.33.6 and 1.34.0, kubernetes#132040): NodePorts counts the host ports of init containers with
+        restartPolicy Always (sidecars), of the pod and of those bound; before, containers' ports only."""
+        return self.minor >= 33
+
     def weight(self, plugin: str) -> int:
         return dict(self.weights).get(plugin, 0)
 

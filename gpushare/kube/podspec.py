@@ -219,6 +219,10 @@ class PodAffinity:
     preferred_anti: tuple[tuple[int, AffinityTerm], ...] = ()
 
 
+#: The address a host port without hostIP binds: every one (NodeInfo's port table, DefaultBindAllHostIP).
+ANY_ADDRESS = "0.0.0.0"
+
+
 class HostPort(NamedTuple):
     """A container port bound on the node (hostPort set): NodePorts' unit of conflict."""
 
@@ -403,7 +407,7 @@ def constraints(
         soft_spread=_spread(spec, pod_labels, profile, "ScheduleAnyway") if spreads else (),
         hard_spread=_spread(spec, pod_labels, profile, "DoNotSchedule") if spreads else (),
         spreads=spreads,
-        host_ports=_host_ports(spec),
+        host_ports=_host_ports(spec, profile),
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
         priority_class=str(spec.get("priorityClassName") or ""),
     )
@@ -555,14 +559,20 @@ def _spread(
     return tuple(result)
 
 
-def _host_ports(spec: dict[str, Any]) -> tuple[HostPort, ...]:
-    """Every container's ports with a hostPort (init containers' too: kube-scheduler's NodePorts reads both)."""
+def _host_ports(spec: dict[str, Any], profile: ScoringProfile) -> tuple[HostPort, ...]:
+    """The ports the pod binds on its node (hostPort set), as NodePorts reads them: the containers', and, where the
+    minor counts them, those of init containers that run beside them (sidecars, restartPolicy Always). An address or
+    protocol left out is every address and TCP, as the scheduler's port table fills them in."""
+    containers = sequence(spec.get("containers"))
+    if profile.sidecar_host_ports:
+        sidecars = [c for c in sequence(spec.get("initContainers")) if mapping(c).get("restartPolicy") == "Always"]
+        containers = [*sidecars, *containers]
     found = []
-    for kind in ("initContainers", "containers"):
-        for container in sequence(spec.get(kind)):
-            for port in sequence(mapping(container).get("ports")):
-                port = mapping(port)
-                number = port.get("hostPort")
-                if isinstance(number, int) and not isinstance(number, bool) and number > 0:
-                    found.append(HostPort(str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), number))
+    for container in containers:
+        for port in sequence(mapping(container).get("ports")):
+            port = mapping(port)
+            number = port.get("hostPort")
+            if isinstance(number, int) and not isinstance(number, bool) and number > 0:
+                address = str(port.get("hostIP") or ANY_ADDRESS)
+                found.append(HostPort(str(port.get("protocol") or "TCP"), address, number))
     return tuple(found)

@@ -130,7 +130,7 @@ class FastEngine:
         return self.profile.prefilter(pod, self.nodes)
 
     def best(self, pod: Pod, cls: NodeClass) -> Node | None:
-        memo_key = (pod.static_signature, pod.shape)
+        memo_key = _memo_key(pod)
         memo = self.memo.get(memo_key)
         if memo is not None and memo[0] == self.version and self.profile.semantics.placement == "binpack":
             node = self.nodes[memo[1]]
@@ -152,7 +152,7 @@ class FastEngine:
         return chosen
 
     def pending(self, pod: Pod, cls: NodeClass, cycle: Cycle | None = None) -> Pending:
-        memo_key = (pod.static_signature, pod.shape)
+        memo_key = _memo_key(pod)
         memo = self.pending_memo.get(memo_key) if cycle is None else None
         if memo is not None and memo[0] == self.version:
             reasons, by_node = memo[1].reasons, memo[1].by_node
@@ -188,7 +188,7 @@ class FastEngine:
         else:
             self.dirty.add(node.id)
             if best:
-                self.memo[(pod.static_signature, pod.shape)] = (self.version, node.id)
+                self.memo[_memo_key(pod)] = (self.version, node.id)
         return Assignment(
             pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
         )
@@ -205,6 +205,11 @@ class FastEngine:
                 by_node = ((node.name, rejected),) if self.explain else ()
                 return Pending(pod.namespace, pod.name, 1, reasons, pod.per_gpu, by_node)
         return Pending(pod.namespace, pod.name, 0, (), pod.per_gpu)
+
+
+def _memo_key(pod: Pod) -> tuple[Any, ...]:
+    """What decides where a pod fits and why not, once its class is known: pods alike here share the answers."""
+    return (pod.static_signature, pod.shape, pod.host_ports)
 
 
 def place(

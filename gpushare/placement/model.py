@@ -92,6 +92,8 @@ class Node:
     avoid: frozenset[tuple[str, str]] = frozenset()
     #: The pods bound here, which topology spreading and pod affinity count.
     bound: list[Pod] = field(default_factory=list)
+    #: The host ports they hold (NodeInfo.UsedPorts), which NodePorts checks a pod's own against.
+    ports: list[HostPort] = field(default_factory=list)
     #: The largest GPU memory request one device takes now, as the open-source extender and kube-scheduler see it:
     #: the most free on a healthy device, at most what the node has left at node level; kept by `add_pod`.
     room: int = 0
@@ -117,6 +119,8 @@ class Node:
         self.cpu_nz_used += pod.nz_cpu
         self.memory_nz_used += pod.nz_memory
         self.bound.append(pod)
+        if pod.host_ports:
+            self.ports.extend(pod.host_ports)
         self.pods_used += 1
         self.gpu_mem_used += pod.node_gpu_mem
         for name, amount in pod.other:

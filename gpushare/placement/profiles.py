@@ -24,6 +24,7 @@ from gpushare.placement.plugins.gpushare import GpuShare
 from gpushare.placement.plugins.imagelocality import ImageLocality
 from gpushare.placement.plugins.interpodaffinity import InterPodAffinity
 from gpushare.placement.plugins.nodeaffinity import NodeAffinity
+from gpushare.placement.plugins.nodeports import NodePorts
 from gpushare.placement.plugins.nodepreferavoidpods import NodePreferAvoidPods
 from gpushare.placement.plugins.noderesources import BalancedAllocation, Fit, LeastAllocated
 from gpushare.placement.plugins.nodeunschedulable import NodeUnschedulable
@@ -137,7 +138,7 @@ def profile(semantics: Semantics) -> Profile:
     return Profile(
         semantics=semantics,
         static_filters=node_filters,
-        dynamic_filters=(Fit(scheduler), spread, affinity, gpus),
+        dynamic_filters=(NodePorts(), Fit(scheduler), spread, affinity, gpus),
         prefilters=(spread, affinity),
         scores=_scores(scheduler) if upstream else (),
         node_order=None if upstream or not isinstance(gpus, AckGpuShare) else gpus.node_key,

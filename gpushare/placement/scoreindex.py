@@ -33,6 +33,7 @@ from gpushare.placement.plugins import (
     gpushare,
     imagelocality,
     nodeaffinity,
+    nodeports,
     nodepreferavoidpods,
     noderesources,
     podtopologyspread,
@@ -534,8 +535,10 @@ class ScoreIndex:
 
     def serves(self, pod: Pod) -> bool:
         """Pods whose fit is GPU room plus resources the node keeps for good: no larger node-level GPU request from an
-        init container, no compute request, no pod affinity in the run."""
-        return not self.pod_affinity and pod.node_gpu_mem == pod.gpu_mem and not pod.node_core
+        init container, no compute request, no host port (NodePorts), no pod affinity in the run."""
+        return (
+            not self.pod_affinity and pod.node_gpu_mem == pod.gpu_mem and not pod.node_core and not nodeports.wants(pod)
+        )
 
     def bound(self, node: Node, pod: Pod) -> None:
         """A pod was bound to the node: views re-read it when next asked."""

@@ -10,8 +10,8 @@ cpu and memory, some loaded by a cpu-heavy pod, some tainted PreferNoSchedule, s
 pods' images, some asking to avoid a ReplicaSet's pods; running pods, some finished, some of a Deployment's
 ReplicaSet; unhealthy GPUs; pods with sidecars, init containers, cpu and memory requests or none, tolerations,
 preferred node affinity, several images, pod affinity and anti-affinity (required and preferred, of new and of
-running pods), topology spread constraints (hard and soft); pods of Deployments (a ReplicaSet owns them, as the
-Deployment controller would make them: there is no controller-manager here).
+running pods), topology spread constraints (hard and soft), host ports; pods of Deployments (a ReplicaSet owns
+them, as the Deployment controller would make them: there is no controller-manager here).
 """
 
 from __future__ import annotations
@@ -251,7 +251,23 @@ def scenario(seed: int) -> Scenario:
             _owned(pod, rng.choice(result.replica_sets))
         _rules(rng, pod, apps, zones)
         result.pods.append(pod)
+    _host_ports(random.Random(f"ports-{seed}"), result)
     return result
+
+
+def _host_ports(rng: random.Random, case: Scenario) -> None:
+    """Host ports now and then (NodePorts), on running pods and new ones, from a generator of their own so the rest
+    of each scenario stays as it was: two ports, some bound on one address, some UDP. (Sidecars' ports are left
+    out: a sidecar's requests count at node level from 1.29, which the dry run does not model yet.)"""
+    for pod in [p for p in case.running if p["spec"].get("containers")] + case.pods:
+        if rng.random() >= 0.25:
+            continue
+        port: dict[str, Any] = {"containerPort": 80, "hostPort": rng.choice([8080, 8081])}
+        if rng.random() < 0.3:
+            port["hostIP"] = "127.0.0.1"
+        if rng.random() < 0.2:
+            port["protocol"] = "UDP"
+        pod["spec"]["containers"][0]["ports"] = [port]
 
 
 if __name__ == "__main__":  # pragma: no cover - a replay aid
