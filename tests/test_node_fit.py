@@ -75,3 +75,20 @@ def test_cpu_and_extended_resources_use_the_same_rule(engine: str) -> None:
     reasons = {p.name: dict(p.reasons) for p in result.pending}
     assert reasons["init-cpu"] == {"Insufficient cpu": 2}
     assert reasons["fpga-2"] == {"Insufficient example.com/fpga": 2}
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_gpu_memory_without_a_gpu_count_makes_no_device_for_the_extender(engine: str) -> None:
+    """The extender's NodeInfo makes one device per gpu-count: a node advertising gpu-mem alone never takes a GPU
+    pod (its filter says no device has room), and the run says why; ACK's device plugin reports both, and such a node
+    is taken there as one GPU."""
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", "aliyun.com/gpu-mem": "16"}
+    bare = {"kind": "Node", "metadata": {"name": "bare"}, "status": {"capacity": capacity, "allocatable": capacity}}
+    pods = [pod("gpu", [{"aliyun.com/gpu-mem": "1"}]), pod("cpu-only", [{"cpu": "1"}])]
+    upstream = place([bare], pods, semantics=served("upstream"), engine=engine)
+    assert [a.name for a in upstream.placements] == ["cpu-only"]
+    assert upstream.pending[0].reasons == (("Insufficient GPU Memory in one device", 1),)
+    assert any("bare: aliyun.com/gpu-mem without aliyun.com/gpu-count" in w for w in upstream.warnings)
+    ack = place([bare], pods, semantics=served("ack"), engine=engine)
+    assert [(a.name, a.gpus) for a in ack.placements] == [("gpu", ((0, 1),)), ("cpu-only", ())]
+    assert not ack.warnings

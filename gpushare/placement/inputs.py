@@ -135,16 +135,15 @@ def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], plugins: Profile,
     if info.problems:
         problem = info.problems[0]
         raise InputError(f"Node {info.name} {problem.field}", problem.value, f"{problem.allowed} ({src.where})")
-    gpu_cap, gpu_alloc, gpu_count = info.gpu_mem, info.gpu_mem_allocatable, info.gpu_count
-    if gpu_cap and not gpu_count:
-        gpu_count = 1
+    gpu_cap, gpu_alloc = info.gpu_mem, info.gpu_mem_allocatable
+    gpu_count = plugins.gpus.devices(gpu_cap, info.gpu_count)
     per_gpu = gpu_cap // gpu_count if gpu_count else 0
     if ratio[0] != ratio[1]:
         per_gpu = per_gpu * ratio[0] // ratio[1]
         gpu_alloc = gpu_alloc * ratio[0] // ratio[1]
     bad = unhealthy.get(info.name, set())
     core_per_gpu = info.core // gpu_count if gpu_count and plugins.compute else 0
-    gpus = [Gpu(i, per_gpu, i not in bad, core_total=core_per_gpu) for i in range(gpu_count)] if gpu_cap else []
+    gpus = [Gpu(i, per_gpu, i not in bad, core_total=core_per_gpu) for i in range(gpu_count)]
     taints = tuple(
         Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", ""))) for t in info.taints
     )

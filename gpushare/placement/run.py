@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from gpushare import collector
-from gpushare.domain import kubescheduler
+from gpushare.domain import kubescheduler, labels
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_documents
 from gpushare.placement import engine as fast_engine
@@ -115,17 +115,27 @@ def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None
 
 
 def _model_limits(inventory: Inventory, plugins: Profile) -> list[str]:
-    """Where this run goes beyond what the dry run models (README: what the dry run cannot tell you)."""
+    """Where this run goes beyond what the dry run models (README: what the dry run cannot tell you), and nodes whose
+    GPU memory no GPU pod can use."""
+    deviceless = [n.name for n in inventory.nodes if n.gpu_mem and not n.gpus]
+    notes = []
+    if deviceless:
+        listed = ", ".join(deviceless[:5]) + (f" and {len(deviceless) - 5} more" if len(deviceless) > 5 else "")
+        notes.append(
+            f"{listed}: {labels.GPU_MEM} without {labels.GPU_COUNT}: the extender makes no device for such a node, so "
+            "no GPU pod lands there (the device plugin reports both; check it runs there)"
+        )
     if not plugins.scored:  # kube-scheduler's node choice is modelled only where its scores are
-        return []
+        return notes
     total = len(inventory.nodes)
     searched = kubescheduler.num_feasible_nodes_to_find(total)
     if searched >= total:
-        return []
+        return notes
     return [
+        *notes,
         f"{total} nodes: kube-scheduler (percentageOfNodesToScore unset) stops filtering once it has found {searched} "
         "feasible nodes, starting where the previous pod's search ended, and scores only those; the dry run scores "
-        f"every feasible node, so where more than {searched} fit, the real node may be another"
+        f"every feasible node, so where more than {searched} fit, the real node may be another",
     ]
 
 

@@ -252,6 +252,11 @@ def scenario(seed: int) -> Scenario:
         _rules(rng, pod, apps, zones)
         result.pods.append(pod)
     _host_ports(random.Random(f"ports-{seed}"), result)
+    extra = random.Random(f"count-{seed}")
+    if extra.random() < 0.15:  # a node advertising GPU memory without a count: the extender makes no device for it
+        status = extra.choice(result.nodes)["status"]
+        for amounts in (status["capacity"], status["allocatable"]):
+            amounts.pop("aliyun.com/gpu-count", None)
     return result
 
 

@@ -42,6 +42,10 @@ class AckGpuShare(GpuShare):
     placement: Placement
     cgpu_max_pods_per_gpu: int
 
+    def devices(self, gpu_mem: int, gpu_count: int) -> int:
+        """ACK's device plugin always reports gpu-count; a node without it is taken as one GPU holding the memory."""
+        return (gpu_count or 1) if gpu_mem else 0
+
     def mixes(self, node: Node, kind: str) -> bool:
         return (kind == "compute" and node.mem_only_pods > 0) or (kind == "mem" and node.compute_pods > 0)
 

@@ -26,6 +26,12 @@ class GpuShare(Plugin):
 
     # --- what may take a pod: the extender's answers, which ACK's allocator narrows --------------------------
 
+    def devices(self, gpu_mem: int, gpu_count: int) -> int:
+        """How many devices a node's capacity makes: `gpu-count` of them. A node advertising gpu-mem without
+        gpu-count has none (the extender's NodeInfo makes a device per count), so no GPU pod ever fits it, though
+        kube-scheduler still sees its memory at node level."""
+        return gpu_count if gpu_mem else 0
+
     def mixes(self, node: Node, kind: str) -> bool:
         """Whether the node's GPU pods keep pods of this kind away (the extender: never)."""
         return False
