@@ -55,7 +55,7 @@ def test_running_pods_count_their_init_containers_at_node_level(engine: str) -> 
     # the running pod holds 2 units on GPU 0 (its containers) but 12 at node level (its init container):
     # 16 - 12 = 4 left on the node, though the GPUs have 6 + 8 free
     running = pod("old", [{"aliyun.com/gpu-mem": "2"}], init=[{"aliyun.com/gpu-mem": "12"}], nodeName="a")
-    running["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": "0"}
+    running["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": "0", "ALIYUN_COM_GPU_MEM_POD": "2"}  # as bound
     new = [pod("fits", [{"aliyun.com/gpu-mem": "4"}]), pod("too-big", [{"aliyun.com/gpu-mem": "1"}])]
     result = place([node("a")], new, existing=[running], semantics=served("upstream"), engine=engine)
     assert [a.name for a in result.placements] == ["fits"]
@@ -92,3 +92,31 @@ def test_gpu_memory_without_a_gpu_count_makes_no_device_for_the_extender(engine:
     ack = place([bare], pods, semantics=served("ack"), engine=engine)
     assert [(a.name, a.gpus) for a in ack.placements] == [("gpu", ((0, 1),)), ("cpu-only", ())]
     assert not ack.warnings
+
+
+@pytest.mark.parametrize(
+    ("annotations", "upstream_used"),
+    [
+        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 6]),
+        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "3"}, [0, 3]),  # the annotation, not the limit
+        ({"ALIYUN_COM_GPU_MEM_IDX": "1"}, [0, 0]),  # no ALIYUN_COM_GPU_MEM_POD: Atoi of nothing, 0
+        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "six"}, [0, 0]),
+        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "-2"}, [0, 0]),
+        ({"ALIYUN_COM_GPU_MEM_IDX": " 1", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 0]),  # Atoi takes no space: no device
+        ({"ALIYUN_COM_GPU_MEM_IDX": "0,1", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 0]),  # nor a list
+        ({"ALIYUN_COM_GPU_MEM_IDX": "7", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 0]),  # nor a device the node lacks
+    ],
+)
+def test_a_bound_pod_holds_on_its_device_what_its_annotations_say(
+    annotations: dict[str, str], upstream_used: list[int]
+) -> None:
+    """The extender's device cache counts a bound pod by its annotations (GetGPUIDFromAnnotation, Atoi, and
+    GetGPUMemoryFromPodAnnotation), kube-scheduler's node level by its limits; ACK charges what the pod asks."""
+    running = pod("old", [{"aliyun.com/gpu-mem": "6"}], nodeName="a")
+    running["metadata"]["annotations"] = annotations
+    upstream = place([node("a")], [], existing=[running], semantics=served("upstream"))
+    assert [g.used for g in upstream.nodes[0].gpus] == upstream_used
+    assert upstream.nodes[0].gpu_mem_used == 6
+    if annotations.get("ALIYUN_COM_GPU_MEM_IDX") in ("1", "0,1"):
+        ack = place([node("a")], [], existing=[running], semantics=served("ack"))
+        assert sum(g.used for g in ack.nodes[0].gpus) == 6

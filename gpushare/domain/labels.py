@@ -27,5 +27,6 @@ PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
 
 # Annotations the extender writes on bind and the device plugin reads (upstream-extender, -plugin).
 ANN_IDX = "ALIYUN_COM_GPU_MEM_IDX"
+ANN_POD_MEM = "ALIYUN_COM_GPU_MEM_POD"
 
 UNHEALTHY_CONFIGMAP_PREFIX = "unhealthy-gpu-"

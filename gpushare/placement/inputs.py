@@ -28,6 +28,7 @@ from gpushare.kube.podspec import Requirement, SelectorError, Taint, Toleration
 from gpushare.kube.workloads import Workload, read_workload
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
 from gpushare.placement.plugins import nodepreferavoidpods, nodeunschedulable
+from gpushare.placement.plugins.gpushare import go_atoi
 from gpushare.placement.plugins.podtopologyspread import TEMPLATE_HASH, Owners, soft_constraints
 from gpushare.placement.profiles import Profile, profile
 
@@ -71,13 +72,8 @@ def to_pod(
         spread, spread_own = soft_constraints(
             read.soft_spread, read.spreads, view.namespace, own_labels, controller, owners, scheduler
         )
-    indices = None
-    raw_idx = view.annotations.get(labels.ANN_IDX)
-    if raw_idx is not None and str(raw_idx).strip():
-        try:
-            indices = tuple(int(i) for i in str(raw_idx).split(","))
-        except ValueError:
-            indices = None
+    indices = plugins.gpus.indices(view.annotations.get(labels.ANN_IDX))
+    annotated = view.annotations.get(labels.ANN_POD_MEM)
     requests = view.pod.requests
     return Pod(
         view.namespace,
@@ -114,6 +110,7 @@ def to_pod(
         owner=(controller[1], controller[3]) if controller and controller[1] in nodepreferavoidpods.KINDS else None,
         host_ports=read.host_ports,
         priority=read.priority or 0,
+        gpu_mem_annotated=None if annotated is None else _rescale(max(0, go_atoi(annotated) or 0), unit_ratio),
     )
 
 

@@ -193,6 +193,9 @@ class Pod:
     scheduler_name: str
     host_ports: tuple[HostPort, ...]  # NodePorts: the ports its containers bind on the node
     priority: int  # spec.priority (0 when unset), for the scheduling queue and preemption
+    #: A bound pod's ALIYUN_COM_GPU_MEM_POD annotation, in the model's unit (None: not annotated): what the
+    #: open-source extender charges its device, whatever the pod's limits say.
+    gpu_mem_annotated: int | None
 
     #: label_map and ns_label_map, made on first use
     _maps: dict[str, dict[str, str]] = field(init=False, repr=False, compare=False)
@@ -231,6 +234,7 @@ class Pod:
         scheduler_name: str = profiles.DEFAULT_SCHEDULER_NAME,
         host_ports: tuple[HostPort, ...] = (),
         priority: int = 0,
+        gpu_mem_annotated: int | None = None,
     ) -> None:
         self.namespace = namespace
         self.name = name
@@ -264,6 +268,7 @@ class Pod:
         self.scheduler_name = scheduler_name
         self.host_ports = host_ports
         self.priority = priority
+        self.gpu_mem_annotated = gpu_mem_annotated
         self._maps = {}
 
     @property

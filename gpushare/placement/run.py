@@ -28,7 +28,8 @@ EngineName = Literal["fast", "reference"]
 def charge_existing(nodes: list[Node], pods: Iterable[Pod], profile: Profile) -> list[str]:
     """Charge pods already bound to their nodes; returns warnings (unknown node, over-committed GPU...).
 
-    A pod with the extender's `ALIYUN_COM_GPU_MEM_IDX` annotation is charged to those GPUs. Without it,
+    A pod with the extender's `ALIYUN_COM_GPU_MEM_IDX` annotation is charged to those GPUs (what the device
+    plugin reads back: `GpuShare.charged`). Without it,
     upstream's extender counts it on no GPU (node-level only), while ACK's scheduler knows where it runs:
     the dry run assigns it as a bind would (`Profile.places_unannotated`).
     """
@@ -43,7 +44,7 @@ def charge_existing(nodes: list[Node], pods: Iterable[Pod], profile: Profile) ->
         gpus = []
         if pod.wants_gpu and pod.gpu_indices is not None:
             gpus = [g for g in node.gpus if g.index in pod.gpu_indices]
-            share = pod.gpu_mem // max(1, len(pod.gpu_indices))
+            share = profile.gpus.charged(pod) // max(1, len(pod.gpu_indices))
             pod = replace(pod, gpu_mem=share * len(gpus), gpu_count=max(1, len(gpus)))
         elif pod.wants_gpu and profile.places_unannotated:
             gpus = profile.gpus.choose_gpus(node, pod)

@@ -252,12 +252,31 @@ def scenario(seed: int) -> Scenario:
         _rules(rng, pod, apps, zones)
         result.pods.append(pod)
     _host_ports(random.Random(f"ports-{seed}"), result)
+    _odd_annotations(random.Random(f"annotations-{seed}"), result)
     extra = random.Random(f"count-{seed}")
     if extra.random() < 0.15:  # a node advertising GPU memory without a count: the extender makes no device for it
         status = extra.choice(result.nodes)["status"]
         for amounts in (status["capacity"], status["allocatable"]):
             amounts.pop("aliyun.com/gpu-count", None)
     return result
+
+
+def _odd_annotations(rng: random.Random, case: Scenario) -> None:
+    """Now and then a running pod's annotations as hands or old tools leave them: no ALIYUN_COM_GPU_MEM_POD, another
+    amount than its limit, an index with a space or a list; the extender reads each with Go's Atoi."""
+    for pod in case.running:
+        annotations = pod["metadata"].get("annotations")
+        if not annotations or rng.random() >= 0.15:
+            continue
+        roll = rng.random()
+        if roll < 0.3:
+            del annotations["ALIYUN_COM_GPU_MEM_POD"]
+        elif roll < 0.6:
+            annotations["ALIYUN_COM_GPU_MEM_POD"] = str(rng.randint(0, 4))
+        elif roll < 0.8:
+            annotations["ALIYUN_COM_GPU_MEM_IDX"] = " " + annotations["ALIYUN_COM_GPU_MEM_IDX"]
+        else:
+            annotations["ALIYUN_COM_GPU_MEM_IDX"] += ",0"
 
 
 def _host_ports(rng: random.Random, case: Scenario) -> None:

@@ -13,7 +13,8 @@ import gpushare), so a test that compares the two compares two readings of the p
   HTTP 500 when it is not empty. The device is the smallest available one that fits, lowest index on ties; the
   pod gets `ALIYUN_COM_GPU_MEM_IDX/_POD/_DEV/_ASSIGNED=false/_ASSUME_TIME`, then the Binding is created.
 - Devices: `aliyun.com/gpu-count` of them, each `capacity(gpu-mem) // gpu-count`; a device's use is the sum of
-  `ALIYUN_COM_GPU_MEM_POD` over the pods annotated with its index, Succeeded and Failed pods left out;
+  `ALIYUN_COM_GPU_MEM_POD` over the GPU-sharing pods annotated with its index, both read as Go's Atoi reads them
+  (a malformed index names no device, a malformed amount is 0), Succeeded and Failed pods left out;
   ConfigMap `kube-system/unhealthy-gpu-<node>`, key `gpus` ("0,2"), marks devices unhealthy.
 
 It reads the API server on every call (no cache: slower than the real one, never stale) and keeps a log of
@@ -46,6 +47,12 @@ def _quantity(value: Any) -> int:
         return int(str(value))
     except ValueError:
         return 0
+
+
+def _atoi(value: Any) -> int | None:
+    """Go's strconv.Atoi, as the extender reads its annotations: a sign and digits, else an error (None)."""
+    text = None if value is None else str(value)
+    return int(text) if text is not None and re.fullmatch(r"[+-]?[0-9]+", text) else None
 
 
 def pod_request(pod: dict[str, Any]) -> int:
@@ -84,10 +91,12 @@ class StandIn:
         for pod in (self.plain(p) for p in pods):
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
+            if pod_request(pod) <= 0:  # the extender's cache holds GPU-sharing pods only
+                continue
             annotations = (pod.get("metadata") or {}).get("annotations") or {}
-            index, amount = annotations.get("ALIYUN_COM_GPU_MEM_IDX"), annotations.get("ALIYUN_COM_GPU_MEM_POD")
-            if index is not None and amount is not None and str(index).isdigit() and int(index) < count:
-                used[int(index)] += _quantity(amount)
+            index = _atoi(annotations.get("ALIYUN_COM_GPU_MEM_IDX"))
+            if index is not None and 0 <= index < count:
+                used[index] += max(0, _atoi(annotations.get("ALIYUN_COM_GPU_MEM_POD")) or 0)
         unhealthy: set[int] = set()
         try:
             data = self.core.read_namespaced_config_map(f"unhealthy-gpu-{node_name}", "kube-system").data or {}

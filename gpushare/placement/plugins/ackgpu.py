@@ -42,6 +42,17 @@ class AckGpuShare(GpuShare):
     placement: Placement
     cgpu_max_pods_per_gpu: int
 
+    def indices(self, annotation: object) -> tuple[int, ...] | None:
+        """ACK's multi-GPU pods name every device they span: `0,1`."""
+        try:
+            return tuple(int(i) for i in str(annotation).split(",")) if str(annotation or "").strip() else None
+        except ValueError:
+            return None
+
+    def charged(self, pod: Pod) -> int:
+        """ACK's scheduler charges a bound pod what it asks."""
+        return pod.gpu_mem
+
     def devices(self, gpu_mem: int, gpu_count: int) -> int:
         """ACK's device plugin always reports gpu-count; a node without it is taken as one GPU holding the memory."""
         return (gpu_count or 1) if gpu_mem else 0

@@ -9,11 +9,20 @@ and changes which devices may take a pod and how one is chosen.
 
 from __future__ import annotations
 
+import re
+
 from gpushare.domain.kubescheduler import GPU_SHARE
 from gpushare.placement.framework import Cycle, Plugin
 from gpushare.placement.model import Gpu, Node, Pod
 
 ONE_DEVICE = "Insufficient GPU Memory in one device"
+
+
+def go_atoi(text: object) -> int | None:
+    """Go's strconv.Atoi, which the extender reads its annotations with: an optional sign and decimal digits, nothing
+    else (no spaces, no list); None where Atoi returns an error."""
+    value = str(text)
+    return int(value) if re.fullmatch(r"[+-]?[0-9]+", value) and len(value) <= 19 else None
 
 
 def kind(pod: Pod) -> str:
@@ -25,6 +34,19 @@ class GpuShare(Plugin):
     name = GPU_SHARE
 
     # --- what may take a pod: the extender's answers, which ACK's allocator narrows --------------------------
+
+    # --- what a bound pod holds: read back from the annotations bind wrote ---------------------------------------
+
+    def indices(self, annotation: object) -> tuple[int, ...] | None:
+        """The devices a bound pod's ALIYUN_COM_GPU_MEM_IDX names: one index, as Atoi reads it; anything else (a list,
+        a space, a negative number) names none, and the pod is then counted at node level only."""
+        index = None if annotation is None else go_atoi(annotation)
+        return None if index is None or index < 0 else (index,)
+
+    def charged(self, pod: Pod) -> int:
+        """What a bound pod holds on its device: its ALIYUN_COM_GPU_MEM_POD annotation (0 when missing, not a number
+        or negative), not its limits."""
+        return pod.gpu_mem_annotated or 0
 
     def devices(self, gpu_mem: int, gpu_count: int) -> int:
         """How many devices a node's capacity makes: `gpu-count` of them. A node advertising gpu-mem without
