@@ -44,8 +44,15 @@ class Plugin:
     kind of pod. `prefilter` counts what the pod's rules between pods are checked against (`Cycle`); `needs_cycle`
     says whether that count can reject a node for this pod at all (else the engines skip it)."""
 
-    name = ""
-    static = False
+    # properties, not class attributes: compiled by mypyc, a class attribute of a dataclass plugin becomes a field
+    # with a default, ahead of the plugin's own arguments
+    @property
+    def name(self) -> str:
+        return ""
+
+    @property
+    def static(self) -> bool:
+        return False
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         return False

@@ -19,8 +19,13 @@ class GpuNodeMode(Plugin):
     """Shared pods only on share/cgpu/core_mem nodes, compute pods only on core_mem ones: a node serves one label
     mode, read from its labels alone."""
 
-    name = GPU_NODE_MODE
-    static = True
+    @property
+    def name(self) -> str:
+        return GPU_NODE_MODE
+
+    @property
+    def static(self) -> bool:
+        return True
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         if not pod.wants_gpu or node.gpu_mem <= 0:

@@ -31,7 +31,9 @@ def kind(pod: Pod) -> str:
 
 
 class GpuShare(Plugin):
-    name = GPU_SHARE
+    @property
+    def name(self) -> str:
+        return GPU_SHARE
 
     # --- what may take a pod: the extender's answers, which ACK's allocator narrows --------------------------
 

@@ -55,9 +55,11 @@ def hint(waiting: Pod, reasons: set[str], bound: Pod) -> bool:
 
 @dataclass(frozen=True)
 class InterPodAffinity(Plugin):
-    name = INTER_POD_AFFINITY
-
     scheduler: ScoringProfile
+
+    @property
+    def name(self) -> str:
+        return INTER_POD_AFFINITY
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         own = pod.pod_affinity is not None and (pod.pod_affinity.required or pod.pod_affinity.required_anti)

@@ -58,10 +58,15 @@ def normalize(raws: list[int]) -> list[int]:
 
 @dataclass(frozen=True)
 class NodeAffinity(Plugin):
-    name = NODE_AFFINITY
-    static = True
-
     scheduler: ScoringProfile
+
+    @property
+    def name(self) -> str:
+        return NODE_AFFINITY
+
+    @property
+    def static(self) -> bool:
+        return True
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         return [] if matches_required(node, pod) else [self.scheduler.affinity_reason]

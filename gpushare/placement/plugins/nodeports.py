@@ -29,7 +29,9 @@ def wants(pod: Pod) -> bool:
 
 
 class NodePorts(Plugin):
-    name = NODE_PORTS
+    @property
+    def name(self) -> str:
+        return NODE_PORTS
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         for wanted in pod.host_ports:

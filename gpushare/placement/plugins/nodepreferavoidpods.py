@@ -19,7 +19,9 @@ def score(node: Node, pod: Pod) -> int:
 
 
 class NodePreferAvoidPods(Plugin):
-    name = PREFER_AVOID_PODS
+    @property
+    def name(self) -> str:
+        return PREFER_AVOID_PODS
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [score(n, pod) for n in feasible]

@@ -101,9 +101,11 @@ class Fit(Plugin):
     largest init container counts when larger than the containers' sum), GPU memory included: kube-scheduler checks
     it before the extender looks at single GPUs (`ignoredByScheduler: false`). Its score is LeastAllocated."""
 
-    name = NODE_RESOURCES_FIT
-
     scheduler: ScoringProfile
+
+    @property
+    def name(self) -> str:
+        return NODE_RESOURCES_FIT
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         reasons = lacking(node, pod)
@@ -120,7 +122,9 @@ class Fit(Plugin):
 class LeastAllocated(Fit):
     """NodeResourcesLeastAllocated (v1beta1 and the Policy API): Fit's score as a plugin of its own, no filter."""
 
-    name = LEAST_ALLOCATED
+    @property
+    def name(self) -> str:
+        return LEAST_ALLOCATED
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         return []
@@ -128,9 +132,11 @@ class LeastAllocated(Fit):
 
 @dataclass(frozen=True)
 class BalancedAllocation(Plugin):
-    name = BALANCED_ALLOCATION
-
     scheduler: ScoringProfile
+
+    @property
+    def name(self) -> str:
+        return BALANCED_ALLOCATION
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [balanced(n, pod, self.scheduler) for n in feasible]

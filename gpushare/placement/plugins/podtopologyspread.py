@@ -245,9 +245,11 @@ def normalize(raw: list[int], ignored: list[bool]) -> list[int]:
 
 @dataclass(frozen=True)
 class PodTopologySpread(Plugin):
-    name = POD_TOPOLOGY_SPREAD
-
     scheduler: ScoringProfile
+
+    @property
+    def name(self) -> str:
+        return POD_TOPOLOGY_SPREAD
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         return bool(pod.hard_spread)

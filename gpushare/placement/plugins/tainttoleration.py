@@ -26,10 +26,15 @@ def normalize(raws: list[int]) -> list[int]:
 
 @dataclass(frozen=True)
 class TaintToleration(Plugin):
-    name = TAINT_TOLERATION
-    static = True
-
     scheduler: ScoringProfile
+
+    @property
+    def name(self) -> str:
+        return TAINT_TOLERATION
+
+    @property
+    def static(self) -> bool:
+        return True
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         """The first NoSchedule or NoExecute taint the pod does not tolerate."""
