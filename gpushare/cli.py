@@ -283,7 +283,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     options = {k: v for k, v in options.items() if v is not None}
     output = args.output
     if output is None:
-        output = "ack-ai-installer" if args.format == "chart" else "-"
+        output = profiles.INSTALLER_CHART if args.format == "chart" else "-"
     rendered = render(format=args.format, output=output, config=args.config, force=args.force, **options)
     for finding in rendered.warnings:
         print(f"gpushare: warning: {finding.message}", file=sys.stderr)
@@ -321,7 +321,7 @@ def _cmd_place(args: argparse.Namespace) -> int:
     from gpushare.placement.command import PlaceRequest, place_command
     from gpushare.placement.model import Semantics
 
-    unit = args.gpu_memory_unit or ("1GiB" if args.semantics == "ack" else "GiB")
+    unit = args.gpu_memory_unit or (profiles.UNIT_1GIB if args.semantics == "ack" else profiles.UNIT_GIB)
     request = PlaceRequest(
         nodes=args.nodes,
         existing=args.existing,
