@@ -108,8 +108,8 @@ SMALL_UNIT_RULE = Rule(
     "nodes.",
     sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
     _small_unit,
-    explanation="Checks each Node labelled core_mem against the unit the settings name (validate, preflight) or "
-    "--gpu-memory-unit (place refuses the run with it). GS118 checks the same fact on the settings' isolation modes.",
+    explanation="Checks each Node labelled core_mem against the unit of the settings (validate, preflight) or of "
+    "place's --gpu-memory-unit, which it refuses. GS118 checks the same fact on the settings' isolation modes.",
 )
 
 RULES: tuple[Rule, ...] = (

@@ -224,11 +224,8 @@ RULES: tuple[Rule, ...] = (
         "error",
         "settings",
         "GPU memory unit must be one the profile supports",
-        " ".join(
-            f"Use {' or '.join(p.memory_units)} with profile {p.name}"
-            + ("," if i + 1 < len(profiles.PROFILES) else ".")
-            for i, p in enumerate(profiles.PROFILES.values())
-        ),
+        f"Use {profiles.UNIT_1GIB} or {profiles.UNIT_128MIB} with profile ack, "
+        f"{profiles.UNIT_GIB} or {profiles.UNIT_MIB} with open-source.",
         sources.section(sources.ACK_MEMORY_UNIT, "Prerequisites"),
         _unit,
     ),
