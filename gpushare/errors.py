@@ -16,6 +16,12 @@ def shown(value: Any) -> str:
     return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 3] + "..."
 
 
+def not_allowed(field: str, value: Any, allowed: str) -> str:
+    """The sentence every refusal speaks (settings, flags, a rule's finding, a malformed object), so a user reads
+    one form whichever part of gpushare refused."""
+    return f"{field}: {shown(value)} is not allowed; expected {allowed}"
+
+
 class GpushareError(Exception):
     """Base of every error the library raises on purpose."""
 
@@ -29,4 +35,4 @@ class InputError(GpushareError):
         self.allowed = allowed
         self.where = where
         prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}{field}: {shown(value)} is not allowed; expected {allowed}")
+        super().__init__(prefix + not_allowed(field, value, allowed))

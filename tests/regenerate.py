@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gpushare import render  # noqa: E402
+from gpushare.domain.profiles import INSTALLER_CHART  # noqa: E402
 from gpushare.domain.versions import (  # noqa: E402
     KUBE_SCHEDULER_IMAGE,
     MINORS,
@@ -28,7 +29,7 @@ from gpushare.domain.versions import (  # noqa: E402
 from gpushare.policy.rules import RULES  # noqa: E402
 from gpushare.settings.model import settings_schema  # noqa: E402
 
-CHART = REPO / "charts" / "ack-ai-installer"
+CHART = REPO / "charts" / INSTALLER_CHART
 #: Golden renders of representative settings, checked in so a reviewer sees every template change in a diff.
 GOLDEN_DIR = REPO / "charts" / "golden"
 GOLDEN: dict[str, dict[str, object]] = {

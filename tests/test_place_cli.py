@@ -176,18 +176,20 @@ def test_gpu_pods_of_another_scheduler_are_not_served(fleet: Path, capsys: pytes
 
 
 def test_128mib_units_are_refused_on_core_mem_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    core = node("c", 1, 16)
-    core["metadata"]["labels"] = {"ack.node.gpu.schedule": "core_mem"}
-    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(core))
+    """The rule validate reports on the nodes (GN309) refuses the dry run: one line naming every core_mem node."""
+    nodes = [node("a", 1, 16, mode="core_mem"), node("s", 1, 16), node("b", 1, 16, mode="core_mem")]
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all(nodes))
     (tmp_path / "w.yaml").write_text(yaml.safe_dump(pod("p", 4)))
     args = ["place", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "w.yaml")]
     code, out, err = run(capsys, *args, "--gpu-memory-unit", "128MiB")
     assert code == 2 and not out
     assert err == (
         "gpushare: error: --gpu-memory-unit: '128MiB' is not allowed; expected 1GiB: 128MiB units are not "
-        "supported on core_mem nodes (c) [GN309]\n"
+        "supported on core_mem nodes (a, b) [GN309]\n"
     )
     assert run(capsys, *args)[0] == 0
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(nodes[1]))
+    assert run(capsys, *args, "--gpu-memory-unit", "128MiB")[0] == 0
 
 
 def test_inspect_view(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:

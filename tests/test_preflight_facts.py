@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gpushare.domain.profiles import INSTALLER_CHART
 from gpushare.kube.documents import Source
 from gpushare.kube.installed import UnitReading, daemonset_units, helm_release, node_unit, node_units
 from gpushare.kube.nodes import read_node
@@ -87,14 +88,14 @@ def release_secret(chart: str, defaults: dict[str, Any], config: dict[str, Any],
 def test_helm_release_values_are_the_defaults_with_the_overrides() -> None:
     defaults = {"gpuMemoryUnit": "1GiB", "scheduler": {"mode": "managed", "name": "gpushare-scheduler"}}
     release = helm_release(
-        release_secret("ack-ai-installer", defaults, {"gpuMemoryUnit": "128MiB", "scheduler": {"mode": "secondary"}})
+        release_secret(INSTALLER_CHART, defaults, {"gpuMemoryUnit": "128MiB", "scheduler": {"mode": "secondary"}})
     )
     assert release is not None
     assert release.unit == UnitReading(
         "128MiB", "helm release kube-system/gpu (ack-ai-installer 1.2.0+gpushare.0.9.0) values"
     )
     assert release.chart_version == "1.2.0+gpushare.0.9.0" and release.scheduler_name == "gpushare-scheduler"
-    plain = helm_release(release_secret("ack-ai-installer", defaults, {}, zipped=False))
+    plain = helm_release(release_secret(INSTALLER_CHART, defaults, {}, zipped=False))
     assert plain is not None and plain.scheduler_name == "default-scheduler" and plain.unit.unit == "1GiB"  # type: ignore[union-attr]
     assert helm_release(release_secret("nginx", defaults, {})) is None
     assert helm_release({"data": {"release": "not base64!"}}) is None

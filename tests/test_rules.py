@@ -13,10 +13,12 @@ from jsonschema import Draft202012Validator
 
 from gpushare import render
 from gpushare.cli import main
-from gpushare.errors import InputError
+from gpushare.domain import profiles
+from gpushare.errors import InputError, not_allowed
+from gpushare.kube.fields import Problem
 from gpushare.kube.installed import UnitReading
 from gpushare.policy.engine import ClusterFacts
-from gpushare.policy.rules import RULES
+from gpushare.policy.rules import BY_ID, RULES
 from gpushare.policy.validate import validate
 
 REPORT = Draft202012Validator(json.loads((REPO / "schemas" / "validation-report.schema.json").read_text()))
@@ -180,6 +182,35 @@ def test_rule_fires(rule_id: str) -> None:
         {"current_units": [UnitReading("GiB", "DaemonSet x/y")], "gpu_pods": ["ml/a"]} if rule_id == "GC411" else None
     )
     assert rule_id in fired(objects, flags, extra)
+
+
+def test_the_node_rule_on_the_unit_reads_the_flag_without_settings() -> None:
+    """`place` has --gpu-memory-unit and no settings: GN309 reads the unit as a fact; the settings' unit wins."""
+    core_mem = node(mode="core_mem", core=200)
+    assert "GN309" in fired([core_mem], {"gpu_memory_unit": profiles.UNIT_128MIB})
+    assert "GN309" not in fired([core_mem], {"gpu_memory_unit": profiles.UNIT_1GIB})
+    assert "GN309" not in fired([SETTINGS, core_mem], {"gpu_memory_unit": profiles.UNIT_128MIB})
+
+
+@pytest.mark.parametrize(("one", "other"), [("GS118", "GN309"), ("GN307", "GC410")])
+def test_one_fact_on_two_targets_is_two_rules_that_name_each_other(one: str, other: str) -> None:
+    """A fact checked on two targets is a rule per target; each says what it checks and names its twin."""
+    first, second = BY_ID[one], BY_ID[other]
+    assert first.target != second.target and first.source == second.source
+    assert other in first.summary + first.explanation and one in second.summary + second.explanation
+    assert first.summary != second.summary
+
+
+def test_every_refusal_is_one_sentence() -> None:
+    """Settings, flags, a rule's finding and a malformed object refuse in the same words."""
+    sentence = not_allowed("--gpu-memory-unit", "128MiB", "1GiB")
+    assert sentence == "--gpu-memory-unit: '128MiB' is not allowed; expected 1GiB"
+    assert str(InputError("--gpu-memory-unit", "128MiB", "1GiB")) == sentence
+    assert str(InputError("--gpu-memory-unit", "128MiB", "1GiB", "a.yaml:3")) == f"a.yaml:3: {sentence}"
+    assert Problem("GN301", "--gpu-memory-unit", "128MiB", "1GiB").message == f"{sentence} [GN301]"
+    (finding,) = validate([node(mode="core_mem", core=200)], ClusterFacts(gpu_memory_unit="128MiB")).findings
+    field = "metadata.labels.ack.node.gpu.schedule"
+    assert finding.message == not_allowed(field, "core_mem", finding.allowed) + " [GN309]"
 
 
 def test_clean_inputs_give_no_findings() -> None:

@@ -12,6 +12,16 @@ from typing import Final
 ACK: Final = "ack"
 OPEN_SOURCE: Final = "open-source"
 
+#: ACK's Helm chart for shared GPU scheduling: the release a live read looks for, the chart gpushare renders.
+INSTALLER_CHART: Final = "ack-ai-installer"
+
+#: The words for a unit of aliyun.com/gpu-mem: ACK's two (its device plugin's spelling), the open-source plugin's
+#: two (its --memory-unit). `1GiB` and `GiB` are one size under two products' names.
+UNIT_1GIB: Final = "1GiB"
+UNIT_128MIB: Final = "128MiB"
+UNIT_GIB: Final = "GiB"
+UNIT_MIB: Final = "MiB"
+
 #: spec.schedulerName of a pod that names none, and of the scheduler ACK's managed and a kubeadm control plane run.
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 #: spec.schedulerName of the secondary scheduler gpushare renders unless the settings name another.
@@ -41,7 +51,7 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     ACK: Profile(
         name=ACK,
-        memory_units=("1GiB", "128MiB"),
+        memory_units=(UNIT_1GIB, UNIT_128MIB),
         isolation_modes=("share", "cgpu", "core_mem"),
         scheduler_modes=(MANAGED, SECONDARY, CONTROL_PLANE),
         default_scheduler_mode=MANAGED,
@@ -49,7 +59,7 @@ PROFILES: dict[str, Profile] = {
     ),
     OPEN_SOURCE: Profile(
         name=OPEN_SOURCE,
-        memory_units=("GiB", "MiB"),
+        memory_units=(UNIT_GIB, UNIT_MIB),
         isolation_modes=("share",),
         scheduler_modes=(SECONDARY, CONTROL_PLANE),
         default_scheduler_mode=SECONDARY,
@@ -57,7 +67,7 @@ PROFILES: dict[str, Profile] = {
     ),
 }
 #: MiB in one unit of aliyun.com/gpu-mem, for every unit of every profile (seed 000; upstream-plugin).
-MIB_PER_UNIT: dict[str, int] = {"1GiB": 1024, "128MiB": 128, "GiB": 1024, "MiB": 1}
+MIB_PER_UNIT: dict[str, int] = {UNIT_1GIB: 1024, UNIT_128MIB: 128, UNIT_GIB: 1024, UNIT_MIB: 1}
 assert set(MIB_PER_UNIT) == {u for p in PROFILES.values() for u in p.memory_units}
 
 #: Compute allocation's minimums (seed 002): Kubernetes, the ack-ai-installer chart, cGPU.

@@ -9,12 +9,12 @@ import sys
 from typing import Any
 
 from gpushare.domain import kinds
-from gpushare.generate.chart import CHART_NAME
+from gpushare.domain.profiles import INSTALLER_CHART
 from gpushare.generate.render import FORMATS, Rendered, render
 from gpushare.settings.options import OPTIONS
 
 #: Where a chart goes when no --output is given: a directory named as the chart is, like ACK's own installer's.
-DEFAULT_CHART_DIR = CHART_NAME
+DEFAULT_CHART_DIR = INSTALLER_CHART
 
 
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:

@@ -40,7 +40,7 @@ def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict
                             document["kubernetesVersion"] = version
                         if "core_mem" in isolation:
                             document["region"] = profiles.COMPUTE_REGIONS[0]
-                        if profile.name == profiles.ACK and unit == "128MiB":
+                        if profile.name == profiles.ACK and unit == profiles.UNIT_128MIB:
                             document["devicePlugin"] = {"image": {"repository": EXAMPLE_ACK_PLUGIN, "tag": "v1"}}
                         try:
                             settings = load_settings(document)

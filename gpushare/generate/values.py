@@ -8,12 +8,12 @@ from functools import cached_property
 from typing import Any
 
 from gpushare import __version__
+from gpushare.domain.profiles import INSTALLER_CHART
 from gpushare.generate import security
 from gpushare.generate.template import Expr
 from gpushare.settings.model import InstallerSettings
 
 APP = "gpushare"
-CHART_NAME = "ack-ai-installer"
 #: The ack-ai-installer release whose behaviour the chart reproduces: memory sharing in 1 GiB or 128 MiB units,
 #: cGPU memory isolation and compute allocation, which ACK documents from chart 1.2.0 (seed 002).
 INSTALLER_BEHAVIOUR = "1.2.0"
@@ -126,7 +126,7 @@ class ChartValues:
             "app.kubernetes.io/part-of": APP,
             "app.kubernetes.io/version": version.value,
             "app.kubernetes.io/managed-by": "Helm",
-            "helm.sh/chart": f"{CHART_NAME}-{CHART_VERSION}".replace("+", "_"),
+            "helm.sh/chart": f"{INSTALLER_CHART}-{CHART_VERSION}".replace("+", "_"),
         }
         args = _helper_args(component, extra, f"({version.helm})")
         return Expr(f'include "gpushare.labels" {args}', value, yaml=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.errors import shown
+from gpushare.errors import not_allowed
 
 
 def mapping(value: Any) -> dict[str, Any]:
@@ -35,4 +35,4 @@ class Problem:
 
     @property
     def message(self) -> str:
-        return f"{self.field}: {shown(self.value)} is not allowed; expected {self.allowed} [{self.rule}]"
+        return f"{not_allowed(self.field, self.value, self.allowed)} [{self.rule}]"

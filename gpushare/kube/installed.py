@@ -18,14 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.domain.profiles import MIB_PER_UNIT, served_scheduler
+from gpushare.domain.profiles import INSTALLER_CHART, MIB_PER_UNIT, UNIT_128MIB, UNIT_GIB, UNIT_MIB, served_scheduler
 from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo
 
 #: Node labels that give one GPU's memory in MiB ("16160MiB" on ACK, "16384" from GPU feature discovery).
 GPU_MEMORY_LABELS: tuple[str, ...] = ("aliyun.accelerator/nvidia_mem", "nvidia.com/gpu.memory")
-#: The chart whose release carries the installer's settings (ACK's and gpushare's share the name).
-INSTALLER_CHART = "ack-ai-installer"
 #: Helm 3 keeps each release revision in a Secret with these labels (helm pkg/storage/driver/secrets.go).
 HELM_SECRET_SELECTOR = "owner=helm,status=deployed"
 #: The device plugin's flag (upstream-plugin cmd/nvidia/main.go); ACK's plugin takes the same.
@@ -106,13 +104,13 @@ def node_unit(node: NodeInfo) -> str | None:
     per_gpu = node.gpu_mem // node.gpu_count
     mib = _gpu_mib(node)
     if mib is not None:
-        for unit, size in (("GiB", 1024), ("128MiB", 128), ("MiB", 1)):
-            if abs(mib // size - per_gpu) <= max(1, per_gpu // 100):
+        for unit in (UNIT_GIB, UNIT_128MIB, UNIT_MIB):
+            if abs(mib // MIB_PER_UNIT[unit] - per_gpu) <= max(1, per_gpu // 100):
                 return unit
         return None
     if per_gpu < _GIB_BELOW:
-        return "GiB"
-    return "MiB" if per_gpu >= _MIB_FROM else None
+        return UNIT_GIB
+    return UNIT_MIB if per_gpu >= _MIB_FROM else None
 
 
 def node_units(nodes: Iterable[NodeInfo]) -> tuple[list[UnitReading], list[str]]:

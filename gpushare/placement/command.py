@@ -153,7 +153,7 @@ class PlaceRequest:
 
 
 def main(args: argparse.Namespace) -> int:
-    unit = args.gpu_memory_unit or ("1GiB" if args.semantics == "ack" else "GiB")
+    unit = args.gpu_memory_unit or (profiles.UNIT_1GIB if args.semantics == "ack" else profiles.UNIT_GIB)
     semantics = Semantics(
         args.semantics, args.placement, unit, args.cgpu_max_pods_per_gpu, scheduler_name=args.scheduler_name
     )

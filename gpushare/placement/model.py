@@ -25,7 +25,7 @@ class Semantics:
 
     name: SemanticsName = "ack"
     placement: Placement = "binpack"  # default node choice, and GPU choice where no node label says otherwise
-    gpu_memory_unit: str = "1GiB"
+    gpu_memory_unit: str = profiles.UNIT_1GIB
     cgpu_max_pods_per_gpu: int = cgpu.MAX_PODS_PER_GPU
     #: The kube-scheduler modelled: its minor and configuration API (upstream's node scoring, the filters' words).
     scheduler: ScoringProfile = field(default_factory=lambda: scoring_profile(MINORS[-1]))

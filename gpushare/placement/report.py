@@ -6,7 +6,7 @@ from typing import Any, TextIO
 
 from gpushare import jsontext
 from gpushare.domain import kinds
-from gpushare.domain.profiles import MIB_PER_UNIT
+from gpushare.domain.profiles import MIB_PER_UNIT, UNIT_GIB
 from gpushare.placement.model import Node, Semantics
 from gpushare.placement.result import Pending, PlacementResult
 
@@ -175,7 +175,7 @@ def inspect_text(result: PlacementResult) -> str:
     nodes allocate compute (core_mem), each GPU's compute allocated/total in percent follows, as `kubectl inspect
     cgpu` shows it."""
     unit = result.semantics.gpu_memory_unit
-    label = "GiB" if MIB_PER_UNIT[unit] == 1024 else unit
+    label = UNIT_GIB if MIB_PER_UNIT[unit] == MIB_PER_UNIT[UNIT_GIB] else unit
     nodes = [n for n in result.nodes if n.gpus]
     width = max((len(n.gpus) for n in nodes), default=1)
     compute = any(g.core_total for n in nodes for g in n.gpus)

@@ -11,18 +11,23 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from gpushare import collector
-from gpushare.domain import kubescheduler, labels
+from gpushare.domain import kubescheduler, labels, profiles
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_documents
+from gpushare.kube.nodes import NodeInfo
 from gpushare.placement import engine as fast_engine
 from gpushare.placement import reference
 from gpushare.placement.inputs import Inventory, build
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.profiles import Profile, profile
 from gpushare.placement.result import Invalid, NotServed, PlacementResult
+from gpushare.policy.engine import ClusterFacts, Subject, evaluate
+from gpushare.policy.rules import nodes as nodes_rules
 from gpushare.progress import progress
 
 EngineName = Literal["fast", "reference"]
+#: The node rules read a modelled node's name and labels only: they need no document behind it.
+_NO_SOURCE = Source({}, "nodes")
 
 
 def charge_existing(nodes: list[Node], pods: Iterable[Pod], profile: Profile) -> list[str]:
@@ -102,16 +107,19 @@ def _replay_gaps(inventory: Inventory, order: Mapping[str, str]) -> list[str]:
 
 
 def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None:
-    """128MiB units are documented for share nodes only; on core_mem ACK does not support them (GN309)."""
-    if semantics.gpu_memory_unit != "128MiB":
-        return
-    core_mem = [n.name for n in nodes if n.mode == "core_mem"]
-    if core_mem:
-        listed = ", ".join(core_mem[:5]) + (f" and {len(core_mem) - 5} more" if len(core_mem) > 5 else "")
+    """The dry run refuses what `validate` reports on the same nodes: the node rule on the unit (GN309), run by the
+    rules engine with --gpu-memory-unit as the unit, so `place` cannot drift from the rule. One refusal names the
+    nodes: the unit is the flag to change, not one node."""
+    rule = nodes_rules.SMALL_UNIT_RULE
+    facts = ClusterFacts(gpu_memory_unit=semantics.gpu_memory_unit)
+    subjects = (Subject("node", n.name, None, NodeInfo(n.name, n.labels, _NO_SOURCE)) for n in nodes)
+    refused = [finding.subject for finding in evaluate(subjects, facts, (rule,))]
+    if refused:
+        listed = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if len(refused) > 5 else "")
         raise InputError(
             "--gpu-memory-unit",
             semantics.gpu_memory_unit,
-            f"1GiB: 128MiB units are not supported on core_mem nodes ({listed}) [GN309]",
+            f"{profiles.UNIT_1GIB}: {rule.summary} ({listed}) [{rule.id}]",
         )
 
 

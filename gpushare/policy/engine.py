@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpushare.domain.versionstr import numbers, valid
-from gpushare.errors import shown
+from gpushare.errors import not_allowed, shown
 from gpushare.kube.documents import Source
 from gpushare.kube.nodes import NodeInfo
 from gpushare.kube.workloads import Workload
@@ -43,9 +43,16 @@ class ClusterFacts:
     #: When the cluster was created (the kube-system namespace's creationTimestamp, ISO 8601), from a live read.
     cluster_created: str | None = None
     settings: InstallerSettings | None = None
+    #: The unit of aliyun.com/gpu-mem when no settings name one (`place --gpu-memory-unit`); the settings' wins.
+    gpu_memory_unit: str | None = None
     nodes: Sequence[NodeInfo] = ()
     workloads: Sequence[Workload] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def memory_unit(self) -> str | None:
+        """The unit the GPU nodes will report in, when known: what the unit rules check against."""
+        return self.settings.gpu_memory_unit if self.settings is not None else self.gpu_memory_unit
 
     @property
     def kube_minor(self) -> int | None:
@@ -95,7 +102,7 @@ class Finding:
     def message(self) -> str:
         """An error refuses the value; a warning accepts it and says what is advised."""
         if self.rule.severity == "error":
-            return f"{self.field}: {shown(self.value)} is not allowed; expected {self.allowed} [{self.rule.id}]"
+            return f"{not_allowed(self.field, self.value, self.allowed)} [{self.rule.id}]"
         return f"{self.field}: {shown(self.value)} is accepted; advised: {self.allowed} [{self.rule.id}]"
 
 

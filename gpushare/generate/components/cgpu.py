@@ -51,7 +51,7 @@ def objects(ctx: ChartValues) -> list[dict[str, Any]]:
     installer = container(
         ctx,
         "cgpu",
-        "cgpu-installer",
+        NAME,
         env=Expr('include "gpushare.cgpuEnv" .', _env(ctx.v("cgpu.policy").value), yaml=True),
         securityContext={"privileged": True},
         volumeMounts=[{"name": "modules", "mountPath": "/lib/modules", "readOnly": True}],
@@ -78,14 +78,14 @@ def objects(ctx: ChartValues) -> list[dict[str, Any]]:
         {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
-            "metadata": ctx.workload_metadata(ctx.name(NAME), "cgpu-installer"),
+            "metadata": ctx.workload_metadata(ctx.name(NAME), NAME),
             "spec": {
-                "selector": {"matchLabels": ctx.selector("cgpu-installer")},
+                "selector": {"matchLabels": ctx.selector(NAME)},
                 # cGPU upgrades cold (seed 004): every container using cGPU on the node stops first, so a new
                 # installer pod starts only when its old one is deleted by hand, never under running containers
                 "updateStrategy": {"type": "OnDelete"},
-                "template": pod_template(ctx, "cgpu-installer", spec),
+                "template": pod_template(ctx, NAME, spec),
             },
         },
-        deny_ingress(ctx, ctx.name(NAME), "cgpu-installer"),
+        deny_ingress(ctx, ctx.name(NAME), NAME),
     ]

@@ -40,8 +40,8 @@ def node_selectors(ctx: ChartValues) -> dict[str | None, dict[str, str]]:
 
 def daemonset(ctx: ChartValues, mode: str | None, selector: dict[str, str]) -> dict[str, Any]:
     unit = ctx.v("gpuMemoryUnit").value
-    if unit == "1GiB" and is_open_source_plugin(ctx.settings.device_plugin.image):
-        unit = "GiB"  # the open-source plugin knows GiB and MiB only (upstream-plugin cmd/nvidia/main.go)
+    if unit == profiles.UNIT_1GIB and is_open_source_plugin(ctx.settings.device_plugin.image):
+        unit = profiles.UNIT_GIB  # the open-source plugin knows GiB and MiB only (upstream-plugin cmd/nvidia/main.go)
     plugin = container(
         ctx,
         "devicePlugin",

@@ -71,10 +71,10 @@ def _region(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
 
 
 def _small_unit(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
-    small = ctx.settings is not None and ctx.settings.gpu_memory_unit == "128MiB"
+    small = ctx.memory_unit == profiles.UNIT_128MIB
     version = ctx.kube_version
     if small and version and valid(version) and not at_least(version, profiles.MIN_ACK_SMALL_UNIT):
-        yield "--kube-version", ctx.kube_version, f">= {profiles.MIN_ACK_SMALL_UNIT} for 128MiB units"
+        yield "--kube-version", ctx.kube_version, f">= {profiles.MIN_ACK_SMALL_UNIT} for {profiles.UNIT_128MIB} units"
 
 
 def _deadlock(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
@@ -142,13 +142,13 @@ def _created_before(ctx: ClusterFacts, day: str) -> bool:
 
 
 def _restart_for_small_unit(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
-    small = ctx.settings is not None and ctx.settings.gpu_memory_unit == "128MiB"
+    small = ctx.memory_unit == profiles.UNIT_128MIB
     if small and _created_before(ctx, profiles.SMALL_UNIT_RESTART_BEFORE):
         yield (
             "cluster created",
             ctx.cluster_created,
             f"a scheduler restart first: clusters created before {profiles.SMALL_UNIT_RESTART_BEFORE} need one "
-            "for 128MiB units (submit a ticket)",
+            f"for {profiles.UNIT_128MIB} units (submit a ticket)",
         )
 
 
@@ -178,7 +178,7 @@ RULES: tuple[Rule, ...] = (
         "error",
         "cluster",
         "Compute allocation needs Kubernetes >= 1.20, chart >= 1.2.0, cGPU >= 1.0.5",
-        "Upgrade the cluster, ack-ai-installer or cGPU.",
+        f"Upgrade the cluster, {profiles.INSTALLER_CHART} or cGPU.",
         sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _compute_minimums,
     ),
@@ -213,7 +213,7 @@ RULES: tuple[Rule, ...] = (
         "GC405",
         "error",
         "cluster",
-        "128MiB units need ACK Pro >= 1.18.8",
+        f"{profiles.UNIT_128MIB} units need ACK Pro >= {profiles.MIN_ACK_SMALL_UNIT}",
         "Upgrade the cluster.",
         sources.section(sources.ACK_MEMORY_UNIT, "Prerequisites"),
         _small_unit,
@@ -260,7 +260,7 @@ RULES: tuple[Rule, ...] = (
         "GC410",
         "error",
         "cluster",
-        "cGPU needs Docker >= 19.03.5",
+        f"cGPU needs Docker >= {cgpu.MIN_DOCKER} (the --docker-version flag, for every node; GN307: each node's own)",
         "Upgrade Docker.",
         sources.section(sources.CGPU, "Prerequisites"),
         _docker,
@@ -278,7 +278,8 @@ RULES: tuple[Rule, ...] = (
         "GC412",
         "warning",
         "cluster",
-        "Clusters created before 2021-10-20 need a scheduler restart for 128MiB units",
+        f"Clusters created before {profiles.SMALL_UNIT_RESTART_BEFORE} need a scheduler restart for "
+        f"{profiles.UNIT_128MIB} units",
         "Submit a ticket to have the scheduler restarted before switching (unless done since).",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _restart_for_small_unit,

@@ -70,8 +70,12 @@ def _region(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
 
 
 def _small_unit(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
-    if n.mode == "core_mem" and ctx.settings is not None and ctx.settings.gpu_memory_unit == "128MiB":
-        yield f"metadata.labels.{labels.SCHEDULE_LABEL}", n.mode, "share or cgpu nodes for 128MiB units, not core_mem"
+    if n.mode == "core_mem" and ctx.memory_unit == profiles.UNIT_128MIB:
+        yield (
+            f"metadata.labels.{labels.SCHEDULE_LABEL}",
+            n.mode,
+            f"share or cgpu nodes for {profiles.UNIT_128MIB} units, not core_mem",
+        )
 
 
 def _open_source_node(n: NodeInfo, ctx: ClusterFacts) -> bool:
@@ -92,6 +96,21 @@ def _default_runtime(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
             runtimes.default_runtime_setup(runtime),
         )
 
+
+#: One fact, two rules, one per target: GN309 looks at each Node labelled core_mem, GS118 at the settings'
+#: isolation modes; each finding names what to change where it was found. `place` refuses its run by this one.
+SMALL_UNIT_RULE = Rule(
+    "GN309",
+    "error",
+    "node",
+    f"{profiles.UNIT_128MIB} units are not supported on core_mem nodes",
+    f"Keep {profiles.UNIT_1GIB} units while core_mem nodes serve compute allocation, or move the workloads to share "
+    "nodes.",
+    sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
+    _small_unit,
+    explanation="Checks each Node labelled core_mem against the unit of the settings (validate, preflight) or of "
+    "place's --gpu-memory-unit, which it refuses. GS118 checks the same fact on the settings' isolation modes.",
+)
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -156,7 +175,7 @@ RULES: tuple[Rule, ...] = (
         "GN307",
         "error",
         "node",
-        "cGPU needs Docker >= 19.03.5",
+        f"cGPU nodes need Docker >= {cgpu.MIN_DOCKER} (each node's own runtime; GC410: the --docker-version flag)",
         "Upgrade Docker on the node.",
         sources.section(sources.CGPU, "Prerequisites"),
         _docker,
@@ -171,15 +190,7 @@ RULES: tuple[Rule, ...] = (
         sources.section(sources.ACK_COMPUTE, "Limits"),
         _region,
     ),
-    Rule(
-        "GN309",
-        "error",
-        "node",
-        "128MiB units are not supported on core_mem nodes",
-        "Keep 1GiB units while core_mem nodes serve compute allocation, or move the workloads to share nodes.",
-        sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
-        _small_unit,
-    ),
+    SMALL_UNIT_RULE,
     Rule(
         "GN310",
         "warning",

@@ -98,13 +98,21 @@ def _config_api_managed(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Off
 
 
 def _small_unit_cgpu(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.gpu_memory_unit == "128MiB" and "cgpu" in s.isolation:
-        yield "isolation", s.isolation, "share nodes for 128MiB units (cgpu nodes still hold at most 16 pods per GPU)"
+    if s.gpu_memory_unit == profiles.UNIT_128MIB and "cgpu" in s.isolation:
+        yield (
+            "isolation",
+            s.isolation,
+            f"share nodes for {profiles.UNIT_128MIB} units (cgpu nodes still hold at most 16 pods per GPU)",
+        )
 
 
 def _small_unit_autoscaling(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.gpu_memory_unit == "128MiB":
-        yield "gpuMemoryUnit", s.gpu_memory_unit, "1GiB if node autoscaling must add nodes for pending GPU pods"
+    if s.gpu_memory_unit == profiles.UNIT_128MIB:
+        yield (
+            "gpuMemoryUnit",
+            s.gpu_memory_unit,
+            f"{profiles.UNIT_1GIB} if node autoscaling must add nodes for pending GPU pods",
+        )
 
 
 def _unknown_patch(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
@@ -161,19 +169,25 @@ def _compute_average(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offenc
 
 
 def _small_unit_core_mem(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.gpu_memory_unit == "128MiB" and "core_mem" in s.isolation:
-        yield "isolation", s.isolation, "share (or cgpu) nodes for 128MiB units: core_mem is not supported"
+    if s.gpu_memory_unit == profiles.UNIT_128MIB and "core_mem" in s.isolation:
+        yield (
+            "isolation",
+            s.isolation,
+            f"share (or cgpu) nodes for {profiles.UNIT_128MIB} units: core_mem is not supported",
+        )
 
 
 def _small_unit_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     from gpushare.settings.model import is_open_source_plugin  # loaded already: `s` is one of its models
 
-    if s.profile == profiles.ACK and s.gpu_memory_unit == "128MiB" and is_open_source_plugin(s.device_plugin.image):
+    small = s.gpu_memory_unit == profiles.UNIT_128MIB
+    if s.profile == profiles.ACK and small and is_open_source_plugin(s.device_plugin.image):
         yield (
             "devicePlugin.image.repository",
             s.device_plugin.image.repository,
-            "ACK's own device plugin image for 128MiB units (--device-plugin-image-repository; the open-source plugin "
-            "knows GiB and MiB only and would report GiB)",
+            f"ACK's own device plugin image for {profiles.UNIT_128MIB} units (--device-plugin-image-repository; the "
+            f"open-source plugin knows {profiles.UNIT_GIB} and {profiles.UNIT_MIB} only and would report "
+            f"{profiles.UNIT_GIB})",
         )
 
 
@@ -210,7 +224,8 @@ RULES: tuple[Rule, ...] = (
         "error",
         "settings",
         "GPU memory unit must be one the profile supports",
-        "Use 1GiB or 128MiB with profile ack, GiB or MiB with open-source.",
+        f"Use {profiles.UNIT_1GIB} or {profiles.UNIT_128MIB} with profile ack, "
+        f"{profiles.UNIT_GIB} or {profiles.UNIT_MIB} with open-source.",
         sources.section(sources.ACK_MEMORY_UNIT, "Prerequisites"),
         _unit,
     ),
@@ -308,7 +323,7 @@ RULES: tuple[Rule, ...] = (
         "GS112",
         "warning",
         "settings",
-        "128MiB units on cgpu nodes still cap a GPU at 16 pods",
+        f"{profiles.UNIT_128MIB} units on cgpu nodes still cap a GPU at 16 pods",
         "Serve share nodes for fine-grained units, or plan for 16 pods per GPU.",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _small_unit_cgpu,
@@ -317,8 +332,8 @@ RULES: tuple[Rule, ...] = (
         "GS113",
         "warning",
         "settings",
-        "Node autoscaling does not scale out for 128MiB requests",
-        "Keep 1GiB units in autoscaled node pools.",
+        f"Node autoscaling does not scale out for {profiles.UNIT_128MIB} requests",
+        f"Keep {profiles.UNIT_1GIB} units in autoscaled node pools.",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _small_unit_autoscaling,
     ),
@@ -364,17 +379,19 @@ RULES: tuple[Rule, ...] = (
         "GS118",
         "error",
         "settings",
-        "128MiB units are not supported on core_mem nodes",
-        "Serve share nodes (documented) or cgpu nodes (16 pods per GPU) with 128MiB units.",
+        f"{profiles.UNIT_128MIB} units are not supported with isolation core_mem",
+        f"Serve share nodes (documented) or cgpu nodes (16 pods per GPU) with {profiles.UNIT_128MIB} units.",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _small_unit_core_mem,
+        explanation="Checks the settings' isolation modes. GN309 checks the same fact on each Node labelled "
+        "core_mem: one fact, a rule per target, so each finding names what to change where it was found.",
     ),
     Rule(
         "GS119",
         "error",
         "settings",
-        "128MiB units on ACK need ACK's device plugin image",
-        "Set devicePlugin.image to the plugin ack-ai-installer runs, or use 1GiB units.",
+        f"{profiles.UNIT_128MIB} units on ACK need ACK's device plugin image",
+        f"Set devicePlugin.image to the plugin {profiles.INSTALLER_CHART} runs, or use {profiles.UNIT_1GIB} units.",
         sources.section(sources.DEVICE_PLUGIN, "cmd/nvidia/main.go (--memory-unit: GiB or MiB)"),
         _small_unit_plugin,
     ),
