@@ -87,7 +87,8 @@ def pod(
 ) -> Obj:
     """A Pod; `on` binds it (spec.nodeName); `owner` is its controller (apiVersion, kind, name); `spec` adds fields
     (tolerations, nodeSelector, affinity, topologySpreadConstraints...)."""
-    body: Obj = {"containers": [dict(c, name=f"c{i}") for i, c in enumerate(containers or [container()])], **spec}
+    chosen = [container()] if containers is None else containers
+    body: Obj = {"containers": [dict(c, name=f"c{i}") for i, c in enumerate(chosen)], **spec}
     if init:
         body["initContainers"] = [dict(c, name=f"i{i}") for i, c in enumerate(init)]
     if on:
