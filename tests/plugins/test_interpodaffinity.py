@@ -374,3 +374,257 @@ def test_filter_namespace_selector(name: str, new: dict[str, Any], namespace: st
     existing = [with_terms(SECURITYSCAN, on="machine1", namespace=namespace, name="other")]
     case = cluster([MACHINE1], new, existing=existing, extra=NAMESPACES, minor=minor)
     assert case.filter(InterPodAffinity(scoring_profile(minor)), "machine1") == reasons(minor, specific)
+
+
+def weighted(weight: int, found: dict[str, Any]) -> dict[str, Any]:
+    return {"weight": weight, "podAffinityTerm": found}
+
+
+def preferred(affinity: list[dict[str, Any]] | None = None, anti: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if affinity:
+        found["podAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": affinity}
+    if anti:
+        found["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": anti}
+    return found
+
+
+S2 = {"security": "S2"}
+AZ1, AZ2 = {"az": "az1"}, {"az": "az2"}
+STAY_WITH_S1_IN_REGION = preferred([weighted(5, term(req("security", "In", "S1"), key="region"))])
+STAY_WITH_S2_IN_REGION = preferred([weighted(6, term(req("security", "In", "S2"), key="region"))])
+AFFINITY3 = preferred(
+    [
+        weighted(8, term(req("security", "NotIn", "S1"), req("security", "In", "S2"), key="region")),
+        weighted(2, term(req("security", "Exists"), req("wrongkey", "DoesNotExist"), key="region")),
+    ]
+)
+HARD_AFFINITY = {
+    "podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            term(req("security", "In", "S1", "value2"), key="region"),
+            term(req("security", "Exists"), req("wrongkey", "DoesNotExist"), key="region"),
+        ]
+    }
+}
+AWAY_FROM_S1_IN_AZ = preferred(anti=[weighted(5, term(req("security", "In", "S1"), key="az"))])
+AWAY_FROM_S2_IN_AZ = preferred(anti=[weighted(5, term(req("security", "In", "S2"), key="az"))])
+STAY_S1_REGION_AWAY_S2_AZ = preferred(
+    [weighted(8, term(req("security", "In", "S1"), key="region"))],
+    [weighted(5, term(req("security", "In", "S2"), key="az"))],
+)
+TEAM1_TERM = term(req("security", "In", "S1"), key="region", namespaces=["subteam2.team2"])
+TEAM1_TERM["namespaceSelector"] = TEAM1
+AFFINITY_NAMESPACE_SELECTOR = preferred([weighted(5, TEAM1_TERM)])
+ANTI_AFFINITY_NAMESPACE_SELECTOR = preferred(anti=[weighted(5, TEAM1_TERM)])
+
+
+def scored(
+    labels: dict[str, str] | None, affinity: dict[str, Any] | None = None, namespace: str = "default"
+) -> dict[str, Any]:
+    return pod(namespace=namespace, labels=labels, **({"affinity": affinity} if affinity else {}))
+
+
+def running(
+    on: str, labels: dict[str, str] | None, affinity: dict[str, Any] | None = None, i: int = 0
+) -> dict[str, Any]:
+    spec = {"affinity": affinity} if affinity else {}
+    return pod(f"{on}-{i}-{len(labels or {})}-{bool(affinity)}", labels=labels, on=on, **spec)
+
+
+# TestPreferredAffinity: (name, pod, bound pods, node labels in order, expected scores (None: skipped))
+SCORE: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, str]], list[int] | None]] = [
+    ("all nodes are same priority as Affinity is nil", scored(S1), [], [CHINA, INDIA, AZ1], None),
+    (
+        "Affinity: pod that matches topology key & pods in nodes will get high score comparing to others which "
+        "doesn't match either pods in nodes or in topology key",
+        scored(S1, STAY_WITH_S1_IN_REGION),
+        [running("node1", S1), running("node2", S2), running("node3", S1)],
+        [CHINA, INDIA, AZ1],
+        [100, 0, 0],
+    ),
+    (
+        "All the nodes that have the same topology key & label value with one of them has an existing pod that match "
+        "the affinity rules, have the same score",
+        scored(None, STAY_WITH_S1_IN_REGION),
+        [running("node1", S1)],
+        [CHINA, CHINA_AZ1, INDIA],
+        [100, 100, 0],
+    ),
+    (
+        "Affinity: nodes in one region has more matching pods comparing to other region, so the region which has "
+        "more matches will get high score",
+        scored(S1, STAY_WITH_S2_IN_REGION),
+        [running("node1", S2), running("node1", S2, i=1), *(running(f"node{i}", S2) for i in (2, 3, 4, 5))],
+        [CHINA, INDIA, CHINA, CHINA, INDIA],
+        [100, 0, 100, 100, 0],
+    ),
+    (
+        "Affinity: different Label operators and values for pod affinity scheduling preference, including some match "
+        "failures",
+        scored(S1, AFFINITY3),
+        [running("node1", S1), running("node2", S2), running("node3", S1)],
+        [CHINA, INDIA, AZ1],
+        [20, 100, 0],
+    ),
+    (
+        "Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity "
+        "symmetry",
+        scored(S2),
+        [running("node1", S1, STAY_WITH_S1_IN_REGION), running("node2", S2, STAY_WITH_S2_IN_REGION)],
+        [CHINA, INDIA, AZ1],
+        [0, 100, 0],
+    ),
+    (
+        "Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+        scored(S1),
+        [running("node1", S1, HARD_AFFINITY), running("node2", S2, HARD_AFFINITY)],
+        [CHINA, INDIA, AZ1],
+        [100, 100, 0],
+    ),
+    (
+        "Anti Affinity: pod that does not match existing pods in node will get high score",
+        scored(S1, AWAY_FROM_S1_IN_AZ),
+        [running("node1", S1), running("node2", S2)],
+        [AZ1, CHINA],
+        [0, 100],
+    ),
+    (
+        "Anti Affinity: pod that does not match topology key & match the pods in nodes will get higher score "
+        "comparing to others",
+        scored(S1, AWAY_FROM_S1_IN_AZ),
+        [running("node1", S1), running("node2", S1)],
+        [AZ1, CHINA],
+        [0, 100],
+    ),
+    (
+        "Anti Affinity: one node has more matching pods comparing to other node, so the node which has more "
+        "unmatches will get high score",
+        scored(S1, AWAY_FROM_S1_IN_AZ),
+        [running("node1", S1), running("node1", S1, i=1), running("node2", S2)],
+        [AZ1, INDIA],
+        [0, 100],
+    ),
+    (
+        "Anti Affinity symmetry: the existing pods in node which has anti affinity match will get high score",
+        scored(S2),
+        [running("node1", S1, AWAY_FROM_S2_IN_AZ), running("node2", S2, AWAY_FROM_S1_IN_AZ)],
+        [AZ1, AZ2],
+        [0, 100],
+    ),
+    (
+        "Affinity and Anti Affinity: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod "
+        "affinity & anti affinity",
+        scored(S1, STAY_S1_REGION_AWAY_S2_AZ),
+        [running("node1", S1), running("node2", S1)],
+        [CHINA, AZ1],
+        [100, 0],
+    ),
+    (
+        "Affinity and Anti Affinity: considering both affinity and anti-affinity, the pod to schedule and existing "
+        "pods have the same labels",
+        scored(S1, STAY_S1_REGION_AWAY_S2_AZ),
+        [
+            running("node1", S1),
+            running("node1", S1, i=1),
+            running("node2", S1),
+            running("node3", S1),
+            running("node3", S1, i=1),
+            running("node4", S1),
+            running("node5", S1),
+        ],
+        [CHINA_AZ1, INDIA, CHINA, CHINA, INDIA],
+        [100, 0, 100, 100, 0],
+    ),
+    (
+        "Affinity and Anti Affinity and symmetry: considered only preferredDuringSchedulingIgnoredDuringExecution in "
+        "both pod affinity & anti affinity & symmetry",
+        scored(S1, STAY_S1_REGION_AWAY_S2_AZ),
+        [
+            running("node1", S1),
+            running("node2", S2),
+            running("node3", None, STAY_S1_REGION_AWAY_S2_AZ),
+            running("node4", None, AWAY_FROM_S1_IN_AZ),
+        ],
+        [CHINA, AZ1, INDIA, AZ2],
+        [100, 0, 100, 0],
+    ),
+]
+
+
+# 1.20's NormalizeScore starts its bounds at 0 (min(0, lowest), max(0, highest)), so where every node has a positive
+# raw score the lowest does not become 0; the 1.20 column is computed by hand from the raw scores noted, with that
+# formula (the table above is release-1.21-and-later's)
+SCORE_1_20 = {
+    # raw: China 4 pods x 6 = 24, India 2 x 6 = 12
+    "Affinity: nodes in one region has more matching pods comparing to other region, so the region which has "
+    "more matches will get high score": [100, 50, 100, 100, 50],
+    # raw: China 5 pods x 8 = 40, India 2 x 8 = 16
+    "Affinity and Anti Affinity: considering both affinity and anti-affinity, the pod to schedule and existing "
+    "pods have the same labels": [100, 40, 100, 100, 40],
+}
+
+
+@pytest.mark.parametrize("minor", [20, 21, 22, 28, 36])
+@pytest.mark.parametrize(("name", "new", "existing", "labels", "expected"), SCORE, ids=[c[0][:90] for c in SCORE])
+def test_score(
+    name: str,
+    new: dict[str, Any],
+    existing: list[dict[str, Any]],
+    labels: list[dict[str, str]],
+    expected: list[int] | None,
+    minor: int,
+) -> None:
+    nodes = [node(f"node{i}", labels=lab) for i, lab in enumerate(labels, start=1)]
+    case = cluster(nodes, new, existing=existing, minor=minor)
+    if minor == 20:
+        expected = SCORE_1_20.get(name, expected)
+    assert case.scores(InterPodAffinity(scoring_profile(minor))) == expected
+
+
+@pytest.mark.parametrize(("minor", "expected"), [(20, [100, 100]), (21, [0, 0]), (28, [0, 0]), (36, [0, 0])])
+def test_score_all_equal_from_1_21(minor: int, expected: list[int]) -> None:
+    # TestPreferredAffinity "Avoid panic when partial nodes in a topology don't have pods with affinity": both nodes
+    # raw 8 (the bound pod's preferred affinity for S1 in the region). 1.21 on: max == min, 0 everywhere; 1.20 starts
+    # its bounds at 0 (min(0, 8), max(0, 8)): 100 * (8 - 0) / 8 on both
+    existing = [running("node1", S1), running("node2", None, STAY_S1_REGION_AWAY_S2_AZ)]
+    case = cluster(
+        [node("node1", labels=CHINA), node("node2", labels=CHINA)], scored(S1), existing=existing, minor=minor
+    )
+    assert case.scores(InterPodAffinity(scoring_profile(minor))) == expected
+
+
+# TestPreferredAffinity, namespaceSelector (1.22 on): (name, pod, bound pods, node labels, expected)
+SCORE_NAMESPACES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, str]], list[int]]] = [
+    (
+        "Affinity symmetry with namespace selector",
+        scored(S1, namespace="subteam1.team1"),
+        [running("node1", S1, AFFINITY_NAMESPACE_SELECTOR), running("node2", S2, STAY_WITH_S2_IN_REGION)],
+        [CHINA, INDIA, AZ1],
+        [100, 0, 0],
+    ),
+    (
+        "AntiAffinity symmetry with namespace selector",
+        scored(S1, namespace="subteam1.team1"),
+        [running("node1", S1, ANTI_AFFINITY_NAMESPACE_SELECTOR), running("node2", S2, STAY_WITH_S2_IN_REGION)],
+        [CHINA, INDIA, AZ1],
+        [0, 100, 100],
+    ),
+]
+
+
+@pytest.mark.parametrize("minor", [22, 28, 36])
+@pytest.mark.parametrize(
+    ("name", "new", "existing", "labels", "expected"), SCORE_NAMESPACES, ids=[c[0] for c in SCORE_NAMESPACES]
+)
+def test_score_namespace_selector(
+    name: str,
+    new: dict[str, Any],
+    existing: list[dict[str, Any]],
+    labels: list[dict[str, str]],
+    expected: list[int],
+    minor: int,
+) -> None:
+    nodes = [node(f"node{i}", labels=lab) for i, lab in enumerate(labels, start=1)]
+    case = cluster(nodes, new, existing=existing, extra=NAMESPACES, minor=minor)
+    assert case.scores(InterPodAffinity(scoring_profile(minor))) == expected
