@@ -628,3 +628,17 @@ def test_score_namespace_selector(
     nodes = [node(f"node{i}", labels=lab) for i, lab in enumerate(labels, start=1)]
     case = cluster(nodes, new, existing=existing, extra=NAMESPACES, minor=minor)
     assert case.scores(InterPodAffinity(scoring_profile(minor))) == expected
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a required pod (anti-)affinity selector with a value that is no label value: kube-scheduler's PreFilter "
+    "refuses such a pod (one the API server accepted) on every node (parsing pod: ... Invalid value); gpushare reads "
+    "the term as matching no pod, so an anti-affinity term keeps nothing out and the pod fits",
+)
+def test_an_invalid_label_value_in_anti_affinity_refuses_the_pod() -> None:
+    # filtering_test.go TestRequiredAffinitySingleNode "PodAntiAffinity fails PreFilter with an invalid antiaffinity
+    # label syntax", with the anti-affinity term its name describes
+    bad = term(req("service", "In", "{{.bad-value.}}"), key="node")
+    case = cluster([MACHINE1], with_terms(SECURITYSCAN, anti=[bad]), minor=22)
+    assert case.filter(InterPodAffinity(scoring_profile(22)), "machine1") != []
