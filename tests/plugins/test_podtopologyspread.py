@@ -511,3 +511,114 @@ def test_score_terminating_pods_are_excluded(minor: int) -> None:
         hosts("node-a", "node-b"), FOO_HOST_1, existing=[terminating, bound("p-b", "node-b", "foo")], minor=minor
     )
     assert case.scores(PodTopologySpread(scoring_profile(minor))) == [100, 0]
+
+
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"}
+POLICY_NODES = [
+    node("node-a", labels={"node": "node-a", "foo": ""}),
+    node("node-b", labels={"node": "node-b", "foo": ""}),
+    node("node-c", labels={"node": "node-c", "bar": ""}),
+]
+TAINT_NODES = [
+    node("node-a", labels={"node": "node-a"}),
+    node("node-b", labels={"node": "node-b"}),
+    node("node-c", labels={"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
+]
+POLICY_PODS = [
+    bound("p-a", "node-a", "bar"),
+    bound("p-b", "node-b", "bar"),
+    bound("p-c", "node-b", "bar"),
+    bound("p-d", "node-c"),
+]
+ZONED_FOO = [
+    node("node-a", labels={"zone": "zone1", "node": "node-a", "foo": ""}),
+    node("node-b", labels={"zone": "zone1", "node": "node-b"}),
+    node("node-x", labels={"zone": "zone2", "node": "node-x", "foo": ""}),
+]
+B2_X1 = [bound("p-b1", "node-b", "foo"), bound("p-b2", "node-b", "foo"), bound("p-x1", "node-x", "foo")]
+BAR_NODE = spread(1, "node", exists("bar"))
+
+# filtering_test.go TestPreFilterState, the node inclusion policies (1.26 on): (name, pod, nodes, bound pods,
+# per constraint the matching pods per domain (TpPairToMatchNum) and the least of them (the first critical path))
+PREFILTER: list[
+    tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[tuple[dict[str, int], int]]]
+] = [
+    (
+        "NodeAffinityPolicy honored with labelSelectors",
+        incoming(BAR_NODE, nodeSelector={"foo": ""}),
+        POLICY_NODES,
+        POLICY_PODS,
+        [({"node-a": 1, "node-b": 2}, 1)],
+    ),
+    (
+        "NodeAffinityPolicy ignored with labelSelectors",
+        incoming(spread(1, "node", exists("bar"), nodeAffinityPolicy="Ignore"), nodeSelector={"foo": ""}),
+        POLICY_NODES,
+        POLICY_PODS,
+        [({"node-a": 1, "node-b": 2, "node-c": 0}, 0)],
+    ),
+    (
+        "NodeAffinityPolicy honored with nodeAffinity",
+        incoming(BAR_NODE, affinity=FOO_AFFINITY),
+        POLICY_NODES,
+        POLICY_PODS,
+        [({"node-a": 1, "node-b": 2}, 1)],
+    ),
+    (
+        "NodeAffinityPolicy ignored with nodeAffinity",
+        incoming(spread(1, "node", exists("bar"), nodeAffinityPolicy="Ignore"), affinity=FOO_AFFINITY),
+        POLICY_NODES,
+        POLICY_PODS,
+        [({"node-a": 1, "node-b": 2, "node-c": 0}, 0)],
+    ),
+    (
+        "NodeTaintsPolicy ignored",
+        incoming(BAR_NODE),
+        TAINT_NODES,
+        POLICY_PODS,
+        [({"node-a": 1, "node-b": 2, "node-c": 0}, 0)],
+    ),
+    (
+        "NodeTaintsPolicy honored",
+        incoming(spread(1, "node", exists("bar"), nodeTaintsPolicy="Honor")),
+        TAINT_NODES,
+        POLICY_PODS,
+        [({"node-a": 1, "node-b": 2}, 1)],
+    ),
+    (
+        "NodeTaintsPolicy honored with tolerated taints",
+        incoming(
+            spread(1, "node", exists("bar"), nodeTaintsPolicy="Honor"),
+            tolerations=[{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}],
+        ),
+        TAINT_NODES,
+        POLICY_PODS,
+        [({"node-a": 1, "node-b": 2, "node-c": 0}, 0)],
+    ),
+    (
+        "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
+        incoming(
+            spread(1, "zone", exists("foo")),
+            spread(1, "node", exists("foo"), nodeAffinityPolicy="Ignore"),
+            nodeSelector={"foo": ""},
+        ),
+        ZONED_FOO,
+        B2_X1,
+        [({"zone1": 0, "zone2": 1}, 0), ({"node-a": 0, "node-b": 2, "node-x": 1}, 0)],
+    ),
+]
+
+
+@pytest.mark.parametrize("minor", [26, 28, 36])
+@pytest.mark.parametrize(("name", "new", "nodes", "existing", "expected"), PREFILTER, ids=[c[0] for c in PREFILTER])
+def test_prefilter_node_inclusion_policies(
+    name: str,
+    new: dict[str, Any],
+    nodes: list[dict[str, Any]],
+    existing: list[dict[str, Any]],
+    expected: list[tuple[dict[str, int], int]],
+    minor: int,
+) -> None:
+    case = cluster(nodes, new, existing=existing, minor=minor)
+    states = PodTopologySpread(scoring_profile(minor)).prefilter(case.pod, case.nodes)
+    assert [(s.counts, s.min_match) for s in states] == expected
