@@ -4,16 +4,29 @@ plugin reads too."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gpushare.domain.kubescheduler import NODE_AFFINITY, ScoringProfile
 from gpushare.kube.podspec import Requirement
 from gpushare.placement.framework import Cycle, Plugin, default_normalize
 from gpushare.placement.model import Node, Pod
 
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+@lru_cache(maxsize=4096)
+def _valid_values(values: tuple[str, ...]) -> bool:
+    """Every value a label value (validation.IsValidLabelValue): labels.NewRequirement refuses the requirement
+    otherwise, and a term with a requirement it cannot read matches no node (the API server lets such a pod in)."""
+    return all(len(v) <= 63 and _LABEL_VALUE.fullmatch(v) is not None for v in values)
+
 
 def _matches(requirement: Requirement, node: Node) -> bool:
+    if requirement.operator in ("In", "NotIn") and not requirement.field and not _valid_values(requirement.values):
+        return False
     if requirement.field:
         present, value = requirement.key == "metadata.name", node.name
     else:
