@@ -120,3 +120,58 @@ def test_a_bound_pod_holds_on_its_device_what_its_annotations_say(
     if annotations.get("ALIYUN_COM_GPU_MEM_IDX") in ("1", "0,1"):
         ack = place([node("a")], [], existing=[running], semantics=served("ack"))
         assert sum(g.used for g in ack.nodes[0].gpus) == 6
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_a_pod_created_with_its_node_named_is_bound_past_the_scheduler(engine: str) -> None:
+    """spec.nodeName set at creation: kube-scheduler never queues the pod and the extender never annotates it. It
+    counts at node level from then on but on no device, so the next pod's best fit is GPU 0 again (both devices have
+    8 free); one naming a node that does not exist stays pending. ACK assigns it a device as a bind would."""
+    created = [
+        pod("first", [{"aliyun.com/gpu-mem": "8"}]),
+        pod("preset", [{"aliyun.com/gpu-mem": "6"}], nodeName="a"),
+        pod("next", [{"aliyun.com/gpu-mem": "2"}]),
+        pod("lost", [{"aliyun.com/gpu-mem": "1"}], nodeName="gone"),
+    ]
+    result = place([node("a"), node("b")], created, semantics=served("upstream"), engine=engine)
+    where = {a.name: (a.node, a.gpus) for a in result.placements}
+    # first: both nodes empty, tied; preset lands on a whatever it holds, with no device
+    assert where["preset"] == ("a", ())
+    assert [p.name for p in result.pending] == ["lost"]
+    node_a = next(n for n in result.nodes if n.name == "a")
+    assert node_a.gpu_mem_used == 6 + sum(8 for name in ("first",) if where[name][0] == "a") + (
+        2 if where["next"][0] == "a" else 0
+    )
+    assert any("preset sets spec.nodeName a: bound at creation" in w for w in result.warnings)
+    assert any("lost sets spec.nodeName gone: no such node" in w for w in result.warnings)
+    alone = place([node("a")], created[1:3], semantics=served("upstream"), engine=engine)
+    assert [(a.name, a.gpus) for a in alone.placements] == [("preset", ()), ("next", ((0, 2),))]
+    ack = place([node("a")], created[1:3], semantics=served("ack"), engine=engine)
+    assert [(a.name, a.gpus) for a in ack.placements] == [("preset", ((0, 6),)), ("next", ((0, 2),))]
+
+
+@pytest.mark.parametrize(
+    "containers,init",
+    [([{"aliyun.com/gpu-mem": "0"}], []), ([{"cpu": "1"}], [{"aliyun.com/gpu-mem": "2"}])],
+    ids=["zero-in-limits", "init-container-only"],
+)
+def test_a_pod_naming_gpu_memory_but_asking_none_never_binds_upstream(
+    containers: list[dict[str, Any]], init: list[dict[str, Any]]
+) -> None:
+    """kube-scheduler asks the extender about any pod naming aliyun.com/gpu-mem (IsInterested reads init containers
+    too); the extender's bind finds a device only for a request above 0 over the containers: HTTP 500 on every retry.
+    ACK's scheduler is not public: there the pod is placed, and validate warns."""
+    from gpushare.policy.validate import validate
+
+    asks_none = pod("asks-none", containers, init=init)
+    upstream = place([node("a")], [asks_none], semantics=served("upstream"))
+    (invalid,) = upstream.invalid
+    assert (
+        invalid.reason.startswith("resources.limits.aliyun.com/gpu-mem: 0 is not allowed")
+        and "[GW217]" in invalid.reason
+    )
+    assert not upstream.placements
+    ack = place([node("a")], [asks_none], semantics=served("ack"))
+    assert [a.name for a in ack.placements] == ["asks-none"] and not ack.invalid
+    findings = validate([asks_none]).findings
+    assert [(f.rule.id, f.rule.severity) for f in findings if f.rule.id == "GW217"] == [("GW217", "warning")]

@@ -164,6 +164,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GC414": ([COMPUTE], {"kube_version": "v1.32.1-aliyun.1"}),
     "GW215": ([{**CRONJOB, "apiVersion": "batch/v1beta1"}], {"kube_version": "1.28"}),
     "GW216": ([pod(), pod()], {}),
+    "GW217": ([pod({"aliyun.com/gpu-mem": 0})], {}),
 }
 
 

@@ -239,6 +239,9 @@ class Requests:
     """What a pod spec asks of a node, summed over its containers, with what could not be read."""
 
     gpu_mem: int = 0  # aliyun.com/gpu-mem over the containers: what the extender counts
+    #: aliyun.com/gpu-mem named by any container or init container, requests or limits, whatever its amount: what
+    #: makes kube-scheduler ask the extender about the pod (HTTPExtender.IsInterested).
+    names_gpu_mem: bool = False
     core: int = 0  # aliyun.com/gpu-core.percentage over the containers
     #: Every resource of the pod, node-level (containers summed, largest init container, overhead).
     requests: dict[str, int] = field(default_factory=dict)
@@ -291,6 +294,7 @@ def read(spec: dict[str, Any]) -> Requests:
                 continue
             cname = str(raw.get("name", i))
             requests, limits = _resources(raw)
+            found.names_gpu_mem = found.names_gpu_mem or labels.GPU_MEM in requests or labels.GPU_MEM in limits
             nz = [DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST]  # replaced below by what the container asks
             for resource in {*requests, *limits}:
                 # the request counts (a limit stands in for a missing one); GPU resources are written as limits

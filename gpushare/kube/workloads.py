@@ -29,6 +29,7 @@ CORE_STEP = "GW202"
 CORE_NEEDS_MEM = "GW203"
 GPU_COUNT = "GW204"
 MULTI_WITH_CORE = "GW205"
+NO_DEVICE = "GW217"
 
 CORE_FIELD = f"resources.limits.{labels.GPU_CORE}"
 MEM_FIELD = f"resources.limits.{labels.GPU_MEM}"
@@ -97,6 +98,17 @@ class Workload:
 def _check_gpu_request(view: Workload) -> None:
     """ACK's rules on what one pod may ask (seed 002, multi-card sharing): compute, gpu-count."""
     core, mem = view.core, view.gpu_mem
+    unreadable = any(p.rule == MALFORMED and p.field.endswith(labels.GPU_MEM) for p in view.problems)
+    if view.pod.names_gpu_mem and not mem and not core and not unreadable:
+        view.problems.append(
+            Problem(
+                NO_DEVICE,
+                MEM_FIELD,
+                0,
+                f"an amount above 0 over the containers, or no {labels.GPU_MEM} at all: the extender's bind finds no "
+                "device for 0 and fails on every retry, so the pod never runs",
+            )
+        )
     if core and (core % 5 or not 5 <= core <= 100):
         view.problems.append(Problem(CORE_STEP, CORE_FIELD, core, "a multiple of 5 from 5 to 100 (percent of one GPU)"))
     if core and not mem:

@@ -20,7 +20,7 @@ from typing import Any
 from gpushare.placement import requeue
 from gpushare.placement.capacity import CapacityIndex, Key
 from gpushare.placement.framework import Cycle, Rejection
-from gpushare.placement.model import Node, Pod
+from gpushare.placement.model import Gpu, Node, Pod
 from gpushare.placement.plugins import noderesources
 from gpushare.placement.plugins.gpushare import kind
 from gpushare.placement.profiles import Profile
@@ -175,10 +175,11 @@ class FastEngine:
             self.pending_memo[memo_key] = (self.version, result)
         return result
 
-    def bind(self, node: Node, pod: Pod, best: bool = True, tied: int = 1) -> Assignment:
-        """Charge the pod to the node; `best` says the node was the best choice, so the next identical pod may
-        go straight to it (ack)."""
-        gpus = self.profile.gpus.choose_gpus(node, pod)
+    def bind(self, node: Node, pod: Pod, best: bool = True, tied: int = 1, gpus: list[Gpu] | None = None) -> Assignment:
+        """Charge the pod to the node, on `gpus` or those the device choice gives it; `best` says the node was the
+        best choice, so the next identical pod may go straight to it (ack)."""
+        if gpus is None:
+            gpus = self.profile.gpus.choose_gpus(node, pod)
         node.add_pod(pod, gpus)
         if pod.pod_affinity is not None and pod.pod_affinity.required_anti:
             self.anti_affinity_bound += 1
@@ -192,6 +193,15 @@ class FastEngine:
         return Assignment(
             pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
         )
+
+    def preset(self, pod: Pod) -> Assignment | Pending:
+        """A pod created with spec.nodeName: bound at creation, past every filter (kube-scheduler never queues it);
+        pending where no such node is."""
+        for node in self.nodes:
+            if node.name == pod.node:
+                charged, gpus, _ = self.profile.bound_gpus(node, pod)
+                return self.bind(node, charged, best=False, gpus=gpus)
+        return Pending(pod.namespace, pod.name, 0, (), pod.per_gpu)
 
     def fixed(self, pod: Pod, name: str) -> Assignment | Pending:
         """--node-order replay: the pod goes to the named node if it fits there, else stays pending."""
@@ -225,6 +235,8 @@ def place(
     order = node_order or {}
 
     def attempt(pod: Pod) -> Assignment | Pending:
+        if pod.node is not None:
+            return engine.preset(pod)
         if pod.key in order:
             return engine.fixed(pod, order[pod.key])
         cls = engine.node_class(pod)
@@ -243,5 +255,5 @@ def place(
         node = engine.best(pod, cls)
         return engine.pending(pod, cls) if node is None else engine.bind(node, pod)
 
-    requeue.drive(pods, attempt, profile, result, tick, lambda pod: pod.key in order)
+    requeue.drive(pods, attempt, profile, result, tick, lambda pod: pod.key in order or pod.node is not None)
     return result

@@ -11,14 +11,14 @@ field here; no plugin asks which profile it is in.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.kube import workloads
 from gpushare.placement import framework
 from gpushare.placement.framework import Cycle, Plugin, Rejection
-from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement.model import Gpu, Node, Pod, Semantics
 from gpushare.placement.plugins.ackgpu import AckGpuShare, GpuNodeMode
 from gpushare.placement.plugins.gpushare import GpuShare
 from gpushare.placement.plugins.imagelocality import ImageLocality
@@ -31,8 +31,9 @@ from gpushare.placement.plugins.nodeunschedulable import NodeUnschedulable
 from gpushare.placement.plugins.podtopologyspread import PodTopologySpread
 from gpushare.placement.plugins.tainttoleration import TaintToleration
 
-#: Problems found reading a pod that make it invalid: the open-source stack knows no compute nor gpu-count label.
-_UPSTREAM_REFUSES = frozenset({workloads.MALFORMED})
+#: Problems found reading a pod that make it invalid: the open-source stack knows no compute nor gpu-count label, and
+#: its extender never binds a pod that names gpu-mem but asks 0.
+_UPSTREAM_REFUSES = frozenset({workloads.MALFORMED, workloads.NO_DEVICE})
 _ACK_REFUSES = frozenset(
     {
         workloads.MALFORMED,
@@ -100,6 +101,26 @@ class Profile:
 
     def prefilter(self, pod: Pod, nodes: Sequence[Node]) -> Cycle:
         return framework.prefilter(self.prefilters, pod, nodes)
+
+    def bound_gpus(self, node: Node, pod: Pod) -> tuple[Pod, list[Gpu], str]:
+        """A pod bound without the scheduler's choice (running already, or created with spec.nodeName): the GPUs it
+        holds, the pod as charged there, and a warning ("" if none). The extender's annotations name its devices
+        (what it reads back: `GpuShare.indices`, `charged`); without them the open-source extender counts it on no
+        device (node level only), while ACK's scheduler knows where it runs, and the dry run assigns it as a bind
+        would (`places_unannotated`)."""
+        if not pod.wants_gpu:
+            return pod, [], ""
+        if pod.gpu_indices is not None:
+            gpus = [g for g in node.gpus if g.index in pod.gpu_indices]
+            share = self.gpus.charged(pod) // max(1, len(pod.gpu_indices))
+            return replace(pod, gpu_mem=share * len(gpus), gpu_count=max(1, len(gpus))), gpus, ""
+        if not self.places_unannotated:
+            return pod, [], ""
+        gpus = self.gpus.choose_gpus(node, pod)
+        if len(gpus) >= pod.gpu_count:
+            return pod, gpus, ""
+        gpus = sorted(node.gpus, key=lambda g: (-g.free, g.index))[: pod.gpu_count]
+        return pod, gpus, f"pod {pod.key} over-commits the GPUs of {node.name}"
 
     def choose(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> tuple[Node, int]:
         """The node a fitting pod goes to, and how many nodes tied for it: kube-scheduler's scores, or the first in

@@ -26,6 +26,14 @@ def place(
     order = node_order or {}
 
     def attempt(pod: Pod) -> Assignment | Pending:
+        if pod.node is not None:  # created with spec.nodeName: bound at creation, past every filter
+            for node in nodes:
+                if node.name == pod.node:
+                    charged, gpus, _ = profile.bound_gpus(node, pod)
+                    node.add_pod(charged, gpus)
+                    gpus_held = tuple((g.index, charged.per_gpu) for g in gpus)
+                    return Assignment(pod.namespace, pod.name, node.name, gpus_held, charged.core)
+            return Pending(pod.namespace, pod.name, 0, (), pod.per_gpu)
         fixed = order.get(pod.key)
         candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
         cycle = profile.prefilter(pod, nodes)
@@ -49,5 +57,5 @@ def place(
             pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
         )
 
-    requeue.drive(pods, attempt, profile, result, tick, lambda pod: pod.key in order)
+    requeue.drive(pods, attempt, profile, result, tick, lambda pod: pod.key in order or pod.node is not None)
     return result

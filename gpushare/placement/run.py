@@ -7,7 +7,6 @@ results; `place_files` reads them from YAML files.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any, Literal
 
 from gpushare import collector
@@ -31,13 +30,8 @@ _NO_SOURCE = Source({}, "nodes")
 
 
 def charge_existing(nodes: list[Node], pods: Iterable[Pod], profile: Profile) -> list[str]:
-    """Charge pods already bound to their nodes; returns warnings (unknown node, over-committed GPU...).
-
-    A pod with the extender's `ALIYUN_COM_GPU_MEM_IDX` annotation is charged to those GPUs (what the device
-    plugin reads back: `GpuShare.charged`). Without it,
-    upstream's extender counts it on no GPU (node-level only), while ACK's scheduler knows where it runs:
-    the dry run assigns it as a bind would (`Profile.places_unannotated`).
-    """
+    """Charge pods already bound to their nodes (`Profile.bound_gpus`); returns warnings (an invalid pod, an
+    over-committed GPU)."""
     by_name = {n.name: n for n in nodes}
     warnings = []
     for pod in pods:
@@ -46,17 +40,10 @@ def charge_existing(nodes: list[Node], pods: Iterable[Pod], profile: Profile) ->
             if pod.invalid:
                 warnings.append(f"existing pod {pod.key}: {pod.invalid}")
             continue
-        gpus = []
-        if pod.wants_gpu and pod.gpu_indices is not None:
-            gpus = [g for g in node.gpus if g.index in pod.gpu_indices]
-            share = profile.gpus.charged(pod) // max(1, len(pod.gpu_indices))
-            pod = replace(pod, gpu_mem=share * len(gpus), gpu_count=max(1, len(gpus)))
-        elif pod.wants_gpu and profile.places_unannotated:
-            gpus = profile.gpus.choose_gpus(node, pod)
-            if len(gpus) < pod.gpu_count:
-                gpus = sorted(node.gpus, key=lambda g: (-g.free, g.index))[: pod.gpu_count]
-                warnings.append(f"existing pod {pod.key} over-commits the GPUs of {node.name}")
-        node.add_pod(pod, gpus)
+        charged, gpus, warning = profile.bound_gpus(node, pod)
+        if warning:
+            warnings.append(f"existing {warning}")
+        node.add_pod(charged, gpus)
     return warnings
 
 
@@ -84,8 +71,33 @@ def run(
         for p in inventory.new
         if not p.invalid and p.wants_gpu and p.scheduler_name != served
     ]
-    result.warnings = warnings + _replay_gaps(inventory, node_order or {}) + _model_limits(inventory, plugins)
+    result.warnings = [
+        *warnings,
+        *_preset(inventory, plugins),
+        *_replay_gaps(inventory, node_order or {}),
+        *_model_limits(inventory, plugins),
+    ]
     return result
+
+
+def _preset(inventory: Inventory, plugins: Profile) -> list[str]:
+    """Pods to place that name their node (spec.nodeName): no scheduler sees them, so what the extender would have
+    done for them is not done."""
+    nodes = {n.name for n in inventory.nodes}
+    notes = []
+    for pod in inventory.new:
+        if pod.node is None or pod.invalid:
+            continue
+        if pod.node not in nodes:
+            notes.append(f"pod {pod.key} sets spec.nodeName {pod.node}: no such node in the fleet, it stays pending")
+        elif pod.wants_gpu and not plugins.places_unannotated:
+            notes.append(
+                f"pod {pod.key} sets spec.nodeName {pod.node}: bound at creation, no scheduler sees it, so the "
+                f"extender gives it no GPU device and no index annotation; its {labels.GPU_MEM} counts at node level "
+                "only, and the device plugin, finding no pod the extender assumed, starts it with no GPU visible "
+                "(NVIDIA_VISIBLE_DEVICES=no-gpu-has-...-to-run)"
+            )
+    return notes
 
 
 def _replay_gaps(inventory: Inventory, order: Mapping[str, str]) -> list[str]:

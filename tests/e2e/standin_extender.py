@@ -147,7 +147,7 @@ class StandIn:
             # extender's would, and the test has nothing to learn from it
             return {"Error": f"pod {namespace}/{name} not found"}
         request = pod_request(pod)
-        index = self.choose(node, request)
+        index = self.choose(node, request) if request > 0 else None  # allocateGPUID looks only for a request > 0
         if index is None:
             return {"Error": "The node can't place the pod"}
         capacity = (self.plain(self.core.read_node(node)).get("status") or {}).get("capacity") or {}

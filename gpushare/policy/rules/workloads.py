@@ -219,6 +219,21 @@ RULES: tuple[Rule, ...] = (
         _found_on_reading(workloads.MULTI_WITH_CORE),
     ),
     Rule(
+        workloads.NO_DEVICE,
+        "warning",
+        "workload",
+        "A pod that names aliyun.com/gpu-mem asks more than 0 over its containers",
+        "Drop aliyun.com/gpu-mem from a pod that needs no GPU (init containers included), or ask at least 1.",
+        f"{sources.EXTENDER}, pkg/cache/nodeinfo.go allocateGPUID (binds only a request above 0); kube-scheduler "
+        "HTTPExtender.IsInterested (any container or init container naming a managed resource)",
+        _found_on_reading(workloads.NO_DEVICE),
+        explanation="kube-scheduler asks the extender about every pod whose containers or init containers name "
+        "aliyun.com/gpu-mem, whatever the amount; the open-source extender's bind looks for a device only for a "
+        "request above 0, so a pod asking 0 (or asking only in an init container, which the extender does not "
+        "count) fails to bind with HTTP 500 on every retry and never runs. A warning here, since ACK's scheduler "
+        "is not public; `place --semantics upstream` reports such a pod as invalid.",
+    ),
+    Rule(
         "GW206",
         "error",
         "workload",
