@@ -13,7 +13,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpushare.domain import labels, profiles
 from gpushare.domain.kubescheduler import ScoringProfile
@@ -26,6 +26,7 @@ from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo, read_node
 from gpushare.kube.podspec import Requirement, SelectorError, Taint, Toleration
 from gpushare.kube.workloads import Workload, read_workload
+from gpushare.placement.admission import Quota, read_quotas
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
 from gpushare.placement.plugins import nodepreferavoidpods, nodeunschedulable
 from gpushare.placement.plugins.gpushare import go_atoi
@@ -208,6 +209,7 @@ class Inventory:
     existing: list[Pod]
     new: list[Pod]
     ignored: int = 0  # documents of other kinds
+    quotas: list[Quota] = field(default_factory=list)  # ResourceQuota objects, which admit the new pods
 
 
 def _unhealthy(sources: Iterable[Source]) -> dict[str, set[int]]:
@@ -259,6 +261,7 @@ def build(
         for s in everything
         if s.kind == "Namespace"
     }
+    quotas = read_quotas(existing_docs + workload_docs, ratio)
     del everything
     existing: list[Pod] = []
     for src in existing_docs:
@@ -279,7 +282,7 @@ def build(
                 f"{view.kind} {view.key} {field}", view.replicas, f"at most {MAX_PODS:,} pods in one run", src.where
             )
         new.extend(_pods(view, nodes, plugins, ratio, owners, namespaces, template))
-    return Inventory(nodes, existing, new, ignored)
+    return Inventory(nodes, existing, new, ignored, quotas)
 
 
 def _taken(docs: list[Source], consume: bool) -> Iterator[Source]:
@@ -297,7 +300,7 @@ MAX_PODS = 5_000_000
 
 
 #: Kinds among the workloads that describe the cluster rather than pods to place (read, not counted as ignored).
-_CLUSTER_STATE = ("Node", "ConfigMap", "Service", "Namespace")
+_CLUSTER_STATE = ("Node", "ConfigMap", "Service", "Namespace", "ResourceQuota")
 
 
 def _pods(

@@ -14,8 +14,8 @@ from gpushare.domain import kubescheduler, labels, profiles
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source, read_documents
 from gpushare.kube.nodes import NodeInfo
+from gpushare.placement import admission, reference
 from gpushare.placement import engine as fast_engine
-from gpushare.placement import reference
 from gpushare.placement.inputs import Inventory, build
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.profiles import Profile, profile
@@ -62,17 +62,27 @@ def run(
     warnings = charge_existing(inventory.nodes, inventory.existing, plugins)
     runner = fast_engine.place if engine == "fast" else reference.place
     served = semantics.served_scheduler
-    valid = [p for p in inventory.new if not p.invalid and (p.scheduler_name == served or not p.wants_gpu)]
+    refused, quota_notes = admission.admit(
+        inventory.quotas, inventory.existing, [p for p in inventory.new if not p.invalid]
+    )
+    never_created = {id(r.pod) for r in refused}
+    valid = [
+        p
+        for p in inventory.new
+        if not p.invalid and id(p) not in never_created and (p.scheduler_name == served or not p.wants_gpu)
+    ]
     with collector.paused(), progress(len(valid), "pods", show_progress) as tick:
         result = runner(inventory.nodes, valid, plugins, dict(node_order or {}), explain, tick)
     result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in inventory.new if p.invalid]
+    result.invalid += [Invalid(r.pod.namespace, r.pod.name, r.message, r.pod.source) for r in refused]
     result.not_served = [
         NotServed(p.namespace, p.name, p.scheduler_name, served, p.source)
         for p in inventory.new
-        if not p.invalid and p.wants_gpu and p.scheduler_name != served
+        if not p.invalid and id(p) not in never_created and p.wants_gpu and p.scheduler_name != served
     ]
     result.warnings = [
         *warnings,
+        *quota_notes,
         *_preset(inventory, plugins),
         *_replay_gaps(inventory, node_order or {}),
         *_model_limits(inventory, plugins),
