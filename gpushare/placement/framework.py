@@ -44,15 +44,10 @@ class Plugin:
     kind of pod. `prefilter` counts what the pod's rules between pods are checked against (`Cycle`); `needs_cycle`
     says whether that count can reject a node for this pod at all (else the engines skip it)."""
 
-    # properties, not class attributes: compiled by mypyc, a class attribute of a dataclass plugin becomes a field
-    # with a default, ahead of the plugin's own arguments
-    @property
-    def name(self) -> str:
-        return ""
-
-    @property
-    def static(self) -> bool:
-        return False
+    # a plugin with arguments writes its __init__ out: compiled by mypyc, these class attributes would become
+    # dataclass fields with defaults, ahead of the arguments (the compiled engine then fails to import)
+    name = ""
+    static = False
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         return False

@@ -5,8 +5,6 @@ GPUs. ACK's scheduler is not public; these plugins model what its documents prom
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpushare.domain import labels
 from gpushare.domain.kubescheduler import GPU_NODE_MODE
 from gpushare.domain.labels import Placement
@@ -19,13 +17,8 @@ class GpuNodeMode(Plugin):
     """Shared pods only on share/cgpu/core_mem nodes, compute pods only on core_mem ones: a node serves one label
     mode, read from its labels alone."""
 
-    @property
-    def name(self) -> str:
-        return GPU_NODE_MODE
-
-    @property
-    def static(self) -> bool:
-        return True
+    name = GPU_NODE_MODE
+    static = True
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         if not pod.wants_gpu or node.gpu_mem <= 0:
@@ -37,15 +30,15 @@ class GpuNodeMode(Plugin):
         return []
 
 
-@dataclass(frozen=True)
 class AckGpuShare(GpuShare):
     """Device rules: memory-only and compute pods never share a node; a cgpu GPU holds at most
     `cgpu_max_pods_per_gpu` pods; a compute pod needs its percentage free on the device. GPUs are chosen by the
     node's placement label (binpack fills the fullest fitting GPUs first, spread the emptiest), and nodes by GPU
     memory allocated (`node_key`)."""
 
-    placement: Placement
-    cgpu_max_pods_per_gpu: int
+    def __init__(self, placement: Placement, cgpu_max_pods_per_gpu: int) -> None:
+        self.placement = placement
+        self.cgpu_max_pods_per_gpu = cgpu_max_pods_per_gpu
 
     def indices(self, annotation: object) -> tuple[int, ...] | None:
         """ACK's multi-GPU pods name every device they span: `0,1`."""

@@ -31,9 +31,7 @@ def kind(pod: Pod) -> str:
 
 
 class GpuShare(Plugin):
-    @property
-    def name(self) -> str:
-        return GPU_SHARE
+    name = GPU_SHARE
 
     # --- what may take a pod: the extender's answers, which ACK's allocator narrows --------------------------
 

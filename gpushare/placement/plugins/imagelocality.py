@@ -27,9 +27,7 @@ def score(node: Node, pod: Pod) -> int:
 
 
 class ImageLocality(Plugin):
-    @property
-    def name(self) -> str:
-        return IMAGE_LOCALITY
+    name = IMAGE_LOCALITY
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [score(n, pod) for n in feasible]

@@ -53,13 +53,11 @@ def hint(waiting: Pod, reasons: set[str], bound: Pod) -> bool:
     return bool(affinity and reasons & LIFTABLE and all(term_matches(term, bound) for term in affinity))
 
 
-@dataclass(frozen=True)
 class InterPodAffinity(Plugin):
-    scheduler: ScoringProfile
+    name = INTER_POD_AFFINITY
 
-    @property
-    def name(self) -> str:
-        return INTER_POD_AFFINITY
+    def __init__(self, scheduler: ScoringProfile) -> None:
+        self.scheduler = scheduler
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         own = pod.pod_affinity is not None and (pod.pod_affinity.required or pod.pod_affinity.required_anti)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 from gpushare.domain.kubescheduler import NODE_AFFINITY, ScoringProfile
@@ -69,17 +68,12 @@ def normalize(raws: list[int]) -> list[int]:
     return default_normalize(raws, reverse=False)
 
 
-@dataclass(frozen=True)
 class NodeAffinity(Plugin):
-    scheduler: ScoringProfile
+    name = NODE_AFFINITY
+    static = True
 
-    @property
-    def name(self) -> str:
-        return NODE_AFFINITY
-
-    @property
-    def static(self) -> bool:
-        return True
+    def __init__(self, scheduler: ScoringProfile) -> None:
+        self.scheduler = scheduler
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         return [] if matches_required(node, pod) else [self.scheduler.affinity_reason]

@@ -29,9 +29,7 @@ def wants(pod: Pod) -> bool:
 
 
 class NodePorts(Plugin):
-    @property
-    def name(self) -> str:
-        return NODE_PORTS
+    name = NODE_PORTS
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         for wanted in pod.host_ports:

@@ -19,9 +19,7 @@ def score(node: Node, pod: Pod) -> int:
 
 
 class NodePreferAvoidPods(Plugin):
-    @property
-    def name(self) -> str:
-        return PREFER_AVOID_PODS
+    name = PREFER_AVOID_PODS
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [score(n, pod) for n in feasible]

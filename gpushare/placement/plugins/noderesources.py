@@ -5,7 +5,6 @@ and BalancedAllocation, with the arithmetic of each minor."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gpushare.domain import labels
 from gpushare.domain.kubescheduler import (
@@ -95,17 +94,15 @@ def _balance(node: Node, cpu: int, memory: int) -> int:
     return int((1 - abs((fraction_cpu - fraction_memory) / 2)) * MAX_NODE_SCORE)
 
 
-@dataclass(frozen=True)
 class Fit(Plugin):
     """NodeResourcesFit: every resource the node lacks, as kube-scheduler lists them. Requests are node-level (the
     largest init container counts when larger than the containers' sum), GPU memory included: kube-scheduler checks
     it before the extender looks at single GPUs (`ignoredByScheduler: false`). Its score is LeastAllocated."""
 
-    scheduler: ScoringProfile
+    name = NODE_RESOURCES_FIT
 
-    @property
-    def name(self) -> str:
-        return NODE_RESOURCES_FIT
+    def __init__(self, scheduler: ScoringProfile) -> None:
+        self.scheduler = scheduler
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         reasons = lacking(node, pod)
@@ -122,21 +119,17 @@ class Fit(Plugin):
 class LeastAllocated(Fit):
     """NodeResourcesLeastAllocated (v1beta1 and the Policy API): Fit's score as a plugin of its own, no filter."""
 
-    @property
-    def name(self) -> str:
-        return LEAST_ALLOCATED
+    name = LEAST_ALLOCATED
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         return []
 
 
-@dataclass(frozen=True)
 class BalancedAllocation(Plugin):
-    scheduler: ScoringProfile
+    name = BALANCED_ALLOCATION
 
-    @property
-    def name(self) -> str:
-        return BALANCED_ALLOCATION
+    def __init__(self, scheduler: ScoringProfile) -> None:
+        self.scheduler = scheduler
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [balanced(n, pod, self.scheduler) for n in feasible]

@@ -14,13 +14,8 @@ TAINT: Taint = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 
 class NodeUnschedulable(Plugin):
-    @property
-    def name(self) -> str:
-        return NODE_UNSCHEDULABLE
-
-    @property
-    def static(self) -> bool:
-        return True
+    name = NODE_UNSCHEDULABLE
+    static = True
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         return [REASON] if node.unschedulable and not tolerates(pod.tolerations, TAINT) else []

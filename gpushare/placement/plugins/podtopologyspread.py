@@ -243,13 +243,11 @@ def normalize(raw: list[int], ignored: list[bool]) -> list[int]:
     return result
 
 
-@dataclass(frozen=True)
 class PodTopologySpread(Plugin):
-    scheduler: ScoringProfile
+    name = POD_TOPOLOGY_SPREAD
 
-    @property
-    def name(self) -> str:
-        return POD_TOPOLOGY_SPREAD
+    def __init__(self, scheduler: ScoringProfile) -> None:
+        self.scheduler = scheduler
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         return bool(pod.hard_spread)

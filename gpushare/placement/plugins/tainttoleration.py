@@ -4,7 +4,6 @@ that do not tolerate them (filter); PreferNoSchedule taints count against a node
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gpushare.domain.kubescheduler import TAINT_TOLERATION, ScoringProfile
 from gpushare.kube.podspec import tolerates
@@ -24,17 +23,12 @@ def normalize(raws: list[int]) -> list[int]:
     return default_normalize(raws, reverse=True)
 
 
-@dataclass(frozen=True)
 class TaintToleration(Plugin):
-    scheduler: ScoringProfile
+    name = TAINT_TOLERATION
+    static = True
 
-    @property
-    def name(self) -> str:
-        return TAINT_TOLERATION
-
-    @property
-    def static(self) -> bool:
-        return True
+    def __init__(self, scheduler: ScoringProfile) -> None:
+        self.scheduler = scheduler
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         """The first NoSchedule or NoExecute taint the pod does not tolerate."""
