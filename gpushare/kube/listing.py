@@ -46,8 +46,14 @@ _ENDING_LINE = rb"[^-\t\n\x0b\x0c\r #]|-[^ \n]"
 #: The line break before an item. The item's line is looked at, not taken: an empty item is followed at once by the
 #: next one's line (RE2, which has no lookahead, would take it).
 _YAML_ITEM = re.compile(rb"\n(?=" + _ITEM_LINE + rb")")
-#: The start of a YAML List as kubectl writes it, up to its first item.
-_YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:" + _YAML_ITEM.pattern)
+#: The start of a YAML List, up to its first item: kubectl writes `apiVersion` alone before `items`; a List written by
+#: hand or by another tool may put its other fields first (`kind`, a flat `metadata`), with comments and blank lines.
+#: What these lines say is checked by the strict reader (`yaml_list`'s envelope); the pattern only bounds them.
+_YAML_HEAD = re.compile(
+    rb"\A(?:---[ \t]*\n)?"
+    rb"(?:(?:apiVersion|kind|metadata):[^\n]*\n|[ \t][^\n]*\n|(?:#[^\n]*)?\n)*"
+    rb"items:" + _YAML_ITEM.pattern
+)
 #: An item's line, and one that ends the items, where a line at column 0 starts (`_yaml_line` tells them apart).
 _ITEM_AT = re.compile(_ITEM_LINE)
 _ENDING_AT = re.compile(_ENDING_LINE)
@@ -209,8 +215,13 @@ class _Envelope(TypedDict, total=False):
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 
 #: A JSON List whose items' braces open and close on lines of their own at one indentation, as kubectl and
-#: `json.dumps(indent=n)` lay them out: its head, up to the first item's brace (the indentation in group 1).
-_JSON_HEAD = re.compile(rb'\A\s*\{\s*(?:"apiVersion"\s*:\s*"[^"\\]*"\s*,\s*)?"items"\s*:\s*\[[ \t]*\n([ \t]*)\{')
+#: `json.dumps(indent=n)` lay them out: its head, up to the first item's brace (the indentation in group 1). kubectl
+#: writes `apiVersion` alone before `items`; other writers may put `kind` and a flat `metadata` there too. What the
+#: head says is read with the tail (`json_list`); the pattern only bounds it.
+_JSON_HEAD = re.compile(
+    rb'\A\s*\{\s*(?:"(?:apiVersion|kind)"\s*:\s*"[^"\\]*"\s*,\s*|"metadata"\s*:\s*\{[^\[\]{}]*\}\s*,\s*)*'
+    rb'"items"\s*:\s*\[[ \t]*\n([ \t]*)\{'
+)
 #: Its tail, after the last item's brace: the List's other fields, at most flat objects (metadata).
 _JSON_TAIL = rb"\}(\s*\][^\[\]{}]*(?:\{[^\[\]{}]*\}[^\[\]{}]*)*\}\s*)\Z"
 #: How far from the end of the file the tail is looked for.
@@ -241,8 +252,8 @@ def json_list(data: Buffer) -> JsonList | None:
         indent = head.group(1)
         tail = re.search(rb"\n" + re.escape(indent) + _JSON_TAIL, data[-_TAIL_BYTES:])
         if tail is not None and b'"items"' not in tail.group(1):
-            try:
-                envelope = _ENVELOPE.decode(b'{"items":[' + tail.group(1))
+            try:  # the List without its items: its head to the items' bracket, and its tail
+                envelope = _ENVELOPE.decode(data[: head.start(1) - 1] + tail.group(1))
             except msgspec.MsgspecError:
                 envelope = {}
             if _list_kind(envelope) and envelope.get("items") == []:
@@ -350,7 +361,8 @@ def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
     after = _YAML_AFTER.search(data, last)
     end = after.start() if after else len(data)
     spans[-1] = (spans[-1][0], end)
-    return data[: head.end()].replace(b"items:\n", b"items: []\n") + data[end:], spans
+    fields = data[: head.end() - len(b"items:\n")]  # the List's fields before its items, if any
+    return fields + b"items: []\n" + data[end:], spans
 
 
 class RapidYaml:
@@ -376,30 +388,35 @@ class RapidYaml:
                 os.close(fd)
         self.stderr = self.nowhere = None
 
-    def json(self, chunk: bytes) -> tuple[memoryview, str | None] | None:
-        """The item of a one-entry `- ...` chunk as JSON, without managedFields, and its kind; None when rapidyaml
+    def json(self, chunk: bytes, document: bool = False) -> tuple[memoryview, str | None] | None:
+        """The item of a one-entry `- ...` chunk (or the mapping a document's chunk is) as JSON, without
+        managedFields, and its kind; None when rapidyaml
         refuses it (a parse error, or a tree deeper than its emitter goes): the strict reader then says what is
-        wrong. The JSON is in the reused buffer: decode it before the next item."""
+        wrong. The JSON is in the reused buffer: decode it before the next item. A `document` must be a mapping: one
+        that is a sequence is no object (the strict reader says so)."""
         stderr, nowhere = self.stderr, self.nowhere
         try:
             if stderr is not None and nowhere is not None:
                 os.dup2(nowhere, 2)
-            return self._json(chunk)
+            return self._json(chunk, document)
         except (ryml.ExceptionBasic, RuntimeError):  # its ExceptionParse and ExceptionVisit; SWIG's for the rest
             return None
         finally:
             if stderr is not None:
                 os.dup2(stderr, 2)
 
-    def _json(self, chunk: bytes) -> tuple[memoryview, str | None] | None:
+    def _json(self, chunk: bytes, document: bool) -> tuple[memoryview, str | None] | None:
         tree = self.tree
         tree.clear()
         tree.clear_arena()
         ryml.parse_in_arena(chunk, tree=tree)
         root = tree.root_id()
-        if not tree.is_seq(root) or tree.num_children(root) != 1:
+        if document:
+            item = root
+        elif not tree.is_seq(root) or tree.num_children(root) != 1:
             return None
-        item = tree.first_child(root)
+        else:
+            item = tree.first_child(root)
         if not tree.is_map(item):
             return None
         meta = tree.find_child(item, b"metadata")
@@ -459,6 +476,83 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
                     obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
             yield Item(chunk, line, obj, end)
             line += chunk.count(b"\n")
+    finally:
+        if reader is not None:
+            reader.close()
+
+
+#: Streams smaller than this are read by the strict reader alone. It refuses a repeated key, where the fast decoders
+#: take the last one (as kubectl's JSON reader does): a file written by hand, where a key is repeated by mistake, is
+#: small, and read whole by PyYAML in a fraction of a second; a large one is a dump, read at the fast path's speed.
+STREAM_BYTES = 1 << 20
+#: Where a stream is cut into blocks for the two sides of the reader: before a `---` line.
+_DOCUMENT_START = linear(rb"\n---[ \t\n]")
+#: A line at column 0 that ends a document (`...`) or starts one (`---`), with what follows it on the line.
+_MARKER = linear(rb"(?m)^(?:---|\.\.\.)(?:[ \t][^\n]*)?(?:\n|$)")
+#: The blank and comment lines before a document's first line of content (where PyYAML says the document starts).
+_BLANK = re.compile(rb"(?:[ \t]*(?:#[^\n]*)?(?:\n|\Z))*")
+_BOM = b"\xef\xbb\xbf"
+
+
+def yaml_stream(data: Buffer) -> list[tuple[int, int]] | None:
+    """A YAML stream (documents between `---` lines, as written by hand or by `helm template`) in about `_BLOCKS`
+    spans, each cut before a `---` line, so each side of the two-core reader cuts its own into documents
+    (`yaml_documents`); None for text the fast path does not take at all: JSON, and a byte order mark."""
+    if data[:1] in (b"{", b"[") or data[:3] == _BOM:
+        return None
+    return _blocks(data, 0, len(data), _DOCUMENT_START, _yaml_item)
+
+
+def _documents(data: Buffer, begin: int, end: int) -> Iterator[tuple[int, int]]:
+    """The spans of the documents with content between `begin` and `end` (each from its first line of content to
+    the next marker), as PyYAML delimits them. A marker with content on its line (a tag, a flow node, a block
+    scalar's header) or content after `...` where PyYAML wants a `---` is no layout the cut can take
+    (NotKubectl: the strict reader reads the file, or says what is wrong with it)."""
+    ended = False  # after `...`: nothing but comments until the next `---`
+    at = begin
+    for found in _MARKER.finditer(data, begin, end):
+        yield from _document(data, at, found.start(), ended)
+        marker = data[found.start() : found.end()]
+        rest = marker[3:].strip()
+        if rest and not rest.startswith(b"#"):
+            raise NotKubectl
+        ended = marker.startswith(b".")
+        at = found.end()
+    yield from _document(data, at, end, ended)
+
+
+def _document(data: Buffer, begin: int, end: int, ended: bool) -> Iterator[tuple[int, int]]:
+    start = _BLANK.match(data, begin, end)
+    content = start.end() if start is not None else begin
+    if content < end:
+        if ended:
+            raise NotKubectl
+        yield content, end
+
+
+def yaml_documents(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
+    """The documents of `yaml_stream`'s blocks, each decoded where rapidyaml reads it exactly as PyYAML would, else
+    left to the strict reader (whose lines then count from the document's `line`); the first block said to start
+    on `line`. A List among them is the strict reader's too: it expands the items, each on its line. A tab or a
+    carriage return, which PyYAML takes otherwise than rapidyaml in places, leaves the document to PyYAML."""
+    reader = RapidYaml() if ryml is not None else None
+    at = spans[0][0] if spans else 0
+    try:
+        for begin, end in spans:
+            for start, stop in _documents(data, begin, end):
+                line += data[at:start].count(b"\n")
+                at = start
+                chunk = data[start:stop]
+                obj = None
+                if reader is not None and b"\t" not in chunk and b"\r" not in chunk and not ambiguous(chunk):
+                    try:
+                        read = reader.json(chunk, document=True)
+                        obj = decode(*read) if read is not None else None
+                    except (*UNDECODABLE, NotKubectl):
+                        obj = None
+                    if obj is not None and _list_kind(obj):
+                        obj = None
+                yield Item(chunk, line, obj, stop)
     finally:
         if reader is not None:
             reader.close()
