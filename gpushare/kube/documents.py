@@ -277,6 +277,9 @@ def _listed(
     items: Generator[listing.Item, None, None]
     documents = False
     found_json = listing.json_list(data) if head.lstrip()[:1] == b"{" else None
+    if found_json is None and head.lstrip()[:1] == b"{":
+        obj = listing.json_object(data)
+        return None if obj is None else [Source(obj, name, listing.json_line(data))]
     found_yaml = listing.yaml_list(data) if found_json is None else None
     if found_yaml is not None and not _envelope_is_list(found_yaml[0], name):
         found_yaml = None
@@ -293,6 +296,7 @@ def _listed(
         return None
     result: list[Source] = []
     released = 0
+    anchors: set[bytes] = set()  # named by the items read so far by PyYAML, each alone
     try:
         for item in items:
             if item.obj is not None:
@@ -300,7 +304,13 @@ def _listed(
             elif documents:
                 result += _strict_document(bytes(item.text), name, item.line)
             else:  # an item the fast path leaves to PyYAML is a one-entry sequence
-                obj = _strict_item(bytes(item.text), name)
+                text = bytes(item.text)
+                if b"&" in text:  # a List is one document, whose anchors PyYAML refuses to see named twice
+                    named = set(_ANCHOR.findall(text))
+                    if named & anchors:
+                        raise listing.NotKubectl
+                    anchors |= named
+                obj = _strict_item(text, name)
                 if obj is not None:
                     result.append(Source(obj, name, item.line))
             released = listing.give_back(data, item.end, released)
@@ -309,6 +319,10 @@ def _listed(
     finally:
         items.close()  # a child still reading is stopped now, not when the generator is collected
     return result
+
+
+#: An anchor's name, or text that looks like one (which only costs the file a strict reading).
+_ANCHOR = re.compile(rb"&([^ \t\r\n,\[\]{}]+)")
 
 
 def _envelope_is_list(envelope: bytes, name: str) -> bool:

@@ -18,6 +18,7 @@ readers take the last of a repeated key; the strict reader refuses one.
 from __future__ import annotations
 
 import contextlib
+import json
 import mmap
 import os
 import re
@@ -273,6 +274,38 @@ def json_list(data: Buffer) -> JsonList | None:
         end = data.find(text[:64], end) + len(text)  # between two items there is only a comma and space
         spans.append((end - len(text), end))
     return JsonList(spans)
+
+
+def json_object(data: Buffer) -> dict[str, Any] | None:
+    """A JSON file of one object (`kubectl get pod p -o json`), read by msgspec as a JSON List's items are, so the
+    object is the same whether it stands alone or in a List. None (the strict reader's) for one that is no JSON
+    object, is a List, or names a key twice: the strict reader refuses that, and says where, as kubectl does."""
+    try:
+        obj = _ANY.decode(data)
+    except (msgspec.MsgspecError, *UNDECODABLE):
+        return None
+    if not isinstance(obj, dict) or _list_kind(obj):
+        return None
+    try:  # an object is small: the standard library's reader, in C, finds a repeated key in a few microseconds
+        json.loads(data[:], object_pairs_hook=_unrepeated)
+    except (ValueError, RecursionError):
+        return None
+    return shapes.trim(obj)
+
+
+def _unrepeated(pairs: list[tuple[str, Any]]) -> None:
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise ValueError("a repeated key")
+
+
+#: The white space before a JSON text's first brace.
+_SPACE = re.compile(rb"[ \t\r\n]*")
+
+
+def json_line(data: Buffer) -> int:
+    """The line a JSON text's first value starts on, where PyYAML places it."""
+    at = _SPACE.match(data)
+    return 1 + data[: at.end() if at is not None else 0].count(b"\n")
 
 
 #: Where the item before a separator that was found ends, and where the next one starts.
