@@ -221,7 +221,7 @@ def test_a_stream_below_the_threshold_is_read_strictly_and_a_large_one_as_a_list
         "- " + document.replace("\n", "\n  ").rstrip(" ") for document in (POD.format(0), repeated)
     )
     monkeypatch.setattr(listing, "STREAM_BYTES", len(text) + 1)
-    with pytest.raises(InputError, match=re.escape("('name' at f:12 is already defined at line 11")):
+    with pytest.raises(InputError, match=re.escape("('name' at f:14 is already defined at line 13")):
         fast(text)
     monkeypatch.setattr(listing, "STREAM_BYTES", len(text))
     assert [obj for obj, _ in fast(text)] == [obj for obj, _ in fast(as_list + "kind: List\n")]
