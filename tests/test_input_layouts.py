@@ -17,11 +17,12 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_forked_reader import _on_two_cores
 from test_list_reader import LISTS, as_yaml, fast, objects, strict
 
 from gpushare.cli import main
 from gpushare.errors import InputError
-from gpushare.kube import documents, listing, shapes
+from gpushare.kube import documents, forked, listing, shapes
 
 
 @pytest.fixture(autouse=True)
@@ -250,3 +251,32 @@ def test_a_broken_document_in_a_large_stream_is_one_line_and_exit_2(
     line = 1 + path.read_text().splitlines().index("  name: [p30")
     assert code == 2 and not captured.out
     assert len(captured.err.strip().splitlines()) == 1 and f"{path}:{line + 1}" in captured.err, captured.err
+
+
+@pytest.mark.skipif(not forked.worthwhile(forked.MIN_BYTES), reason="needs Linux and two cores")
+def test_a_stream_is_read_alike_on_one_core_and_two() -> None:
+    """Each side cuts its own blocks into documents and counts their lines: the same objects at the same lines as
+    the strict reader, also when the first half holds no document at all."""
+    items = [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "labels": {"a": "yes" if i % 7 else "x"}}}
+        for i in range(300)
+    ]
+    stream = "".join(f"---\n# pod {i}\n" + yaml.safe_dump(item, sort_keys=False) for i, item in enumerate(items))
+    empty_first = "---\n# nothing yet\n" * 2000 + stream
+    for text in (stream, stream.replace("'yes'", "yes"), empty_first):
+        two, started = _on_two_cores(text)
+        assert started == 1 and two == strict(text) and len(two) == 300
+
+
+@pytest.mark.parametrize("char", ["\x01", "\x7f", "\x81", "\x85", "\ufffe", "\u2028", "é"])
+@pytest.mark.parametrize("layout", ["yaml-kubectl", "yaml-kind-first", "yaml-stream"])
+def test_a_character_pyyaml_refuses_or_breaks_a_line_at_is_its_word(char: str, layout: str) -> None:
+    """The fast decoders pass such a character through as written: the strict reader's refusal (or its line break)
+    is the reference on every layout."""
+    items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}} for i in range(3)]
+    text = dict(layouts(items))[layout].replace("name: p1", f"name: p{char}1")
+    try:
+        parsed = expanded(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        parsed = []
+    reads_as_the_parser_does(text, parsed)

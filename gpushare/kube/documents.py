@@ -365,7 +365,7 @@ def _strict_item(chunk: bytes, name: str) -> dict[str, Any] | None:
 #: (benchmarks/inputs.py) and as a way around the List reader should it ever misread a file.
 READER_ENV = "GPUSHARE_READER"
 
-#: Bytes read to tell a List as kubectl writes it (read item by item) from any other file (read as a stream).
+#: Bytes read to tell a List or a JSON object (read item by item) from any other file (read as a stream, when small).
 _PEEK = 1 << 12
 
 
@@ -373,9 +373,10 @@ def read_documents(
     path: str | Path, text: str | None = None, *, stream: IO[Any] | None = None, show_progress: bool = False
 ) -> list[Source]:
     """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at, trimmed
-    to what gpushare reads (`shapes`). A List as kubectl writes it is read item by item (`listing`); any other
-    file as a stream, never held whole as text. A terminal shows progress in bytes for a large input; `text`
-    or `stream` stand in for the file."""
+    to what gpushare reads (`shapes`). A List (in kubectl's layout or with its fields in another order), a JSON
+    object, and a stream of `listing.STREAM_BYTES` or more are read item by item or document by document
+    (`listing`); any other file as a stream, never held whole as text. A terminal shows progress in bytes for a
+    large input; `text` or `stream` stand in for the file."""
     name = str(path)
     if text is not None and os.environ.get(READER_ENV) == "pyyaml":
         return list(_sources(compose_all(text, name), name))

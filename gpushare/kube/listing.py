@@ -8,8 +8,10 @@ follows what gpushare keeps and a pod costs tens of microseconds.
 A JSON List with its items' braces on lines of their own (kubectl's layout, `json.dumps` with an indent) is cut
 by that layout, on both cores; any other, by msgspec, whole (see `json_list`). A YAML List is cut by kubectl's
 layout, which is exact: `items:` at column 0 and each item a `- ` line at column 0 (kubectl sorts keys, so `apiVersion`,
-`items`, `kind`, `metadata`). Anything else, and any item the fast decoders cannot take exactly as PyYAML
-would, goes to the strict reader (`documents`), which is also the one that says where an error is. YAML is
+`items`, `kind`, `metadata`; other writers put `kind` and `metadata` first, which is read alike). A large YAML
+stream is cut into its documents at its `---` and `...` lines (`yaml_stream`), a JSON object read as one item.
+Anything else, and any item the fast decoders cannot take exactly as PyYAML would, goes to the strict reader
+(`documents`), which is also the one that says where an error is. YAML is
 read by rapidyaml only where its YAML 1.2 typing cannot differ from PyYAML's YAML 1.1 (see `ambiguous`); a
 file kubectl wrote has no such value, as its writer quotes them. Like kubectl's own JSON reader, the fast
 readers take the last of a repeated key; the strict reader refuses one.
@@ -104,9 +106,16 @@ _SCALARS: tuple[tuple[bytes | None, bytes], ...] = (
 )
 
 
+#: A character PyYAML refuses anywhere in its input, or takes for a line break, where the fast decoders pass it
+#: through as written: a C0 or C1 control (not a tab, a line feed or a carriage return; C1's are 0xC2 0x80-0x9F in
+#: UTF-8, NEL among them), DEL, U+FFFE and U+FFFF, and the line and paragraph separators.
+_UNPRINTABLE = rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\xef\xbf[\xbe\xbf]|\xe2\x80[\xa8\xa9]"
+
+
 def guards(engine: Any = re2) -> list[Any]:
     """The guard's patterns compiled by RE2 (the `re2` module) or, with None, by `re`; they match where a plain
-    scalar starts: the first line, every other line (a key or a `- ` entry), after a key.
+    scalar starts: the first line, every other line (a key or a `- ` entry), after a key; and a character PyYAML
+    refuses, wherever it is.
 
     RE2 takes one pattern and one pass. Backtracking `re` takes one pattern for each start, as each begins with a
     literal its search skips ahead to at C speed; possessive indentation, so a line's is not tried again shorter;
@@ -119,8 +128,11 @@ def guards(engine: Any = re2) -> list[Any]:
         body if first is None or engine is not None else rb"(?=" + first + rb")" + body for first, body in _SCALARS
     )
     if engine is None:
-        return [re.compile(rb"(?m)" + start + rb"(?:" + scalar + rb")") for start in starts]
-    return [linear(rb"(?m)(?:" + b"|".join(starts) + rb")(?:" + scalar + rb")", engine)]
+        return [
+            *(re.compile(rb"(?m)" + start + rb"(?:" + scalar + rb")") for start in starts),
+            re.compile(_UNPRINTABLE),
+        ]
+    return [linear(rb"(?m)(?:" + b"|".join(starts) + rb")(?:" + scalar + rb")|" + _UNPRINTABLE, engine)]
 
 
 def linear(pattern: bytes, engine: Any = re2) -> Any:
