@@ -439,11 +439,10 @@ class RapidYaml:
         self.stderr = self.nowhere = None
 
     def json(self, chunk: bytes, document: bool = False) -> tuple[memoryview, str | None] | None:
-        """The item of a one-entry `- ...` chunk (or the mapping a document's chunk is) as JSON, without
-        managedFields, and its kind; None when rapidyaml
-        refuses it (a parse error, or a tree deeper than its emitter goes): the strict reader then says what is
-        wrong. The JSON is in the reused buffer: decode it before the next item. A `document` must be a mapping: one
-        that is a sequence is no object (the strict reader says so)."""
+        """The item of a one-entry `- ...` chunk (or the mapping a `document`'s chunk is) as JSON, without
+        managedFields, and its kind; None when rapidyaml refuses it (a parse error, or a tree deeper than its
+        emitter goes), or a document is no mapping: the strict reader then says what is wrong. The JSON is in the
+        reused buffer: decode it before the next item."""
         stderr, nowhere = self.stderr, self.nowhere
         try:
             if stderr is not None and nowhere is not None:
