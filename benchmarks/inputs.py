@@ -461,7 +461,8 @@ def layout_files(directory: Path, pods: int) -> dict[str, Path]:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for layout, (dump, document) in writers.items():
-            _write(files[layout], dump, document)
+            if not files[layout].exists():
+                _write(files[layout], dump, document)
     except OSError as exc:
         print(f"--dir: {directory} cannot hold the inputs ({exc.strerror})", file=sys.stderr)
         raise SystemExit(2) from None
