@@ -1,8 +1,9 @@
 """Every layout of the same objects reads alike, on the fast path: a List as kubectl writes it or with its fields in
 any order, a stream of documents as written by hand (comments, empty documents, `...`), JSON Lists in any layout and
-JSON objects. The reference is the real parser, `yaml.safe_load_all` or `json.loads`, for the objects, and the strict
-reader (PyYAML, which every file was read with before the fast paths) for their lines and for what is wrong with a
-file. Streams are the fast path's from `listing.STREAM_BYTES` on: lowered here so every one is."""
+JSON objects. The reference is the real parser for the objects (PyYAML's `load_all` with libyaml's safe loader, or
+`json.loads`), and the strict reader (PyYAML, which every file was read with before the fast paths) for their lines
+and for what is wrong with a file. Streams are the fast path's from `listing.STREAM_BYTES` on: lowered here so every
+one is."""
 
 from __future__ import annotations
 
@@ -28,6 +29,14 @@ from gpushare.kube import documents, forked, listing, shapes
 @pytest.fixture(autouse=True)
 def every_stream_is_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(listing, "STREAM_BYTES", 0)
+
+
+#: libyaml's loader, as the strict reader's (PyYAML's own differs on tabs in places).
+LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_all(text: str) -> Iterator[Any]:
+    return yaml.load_all(text, Loader=LOADER)
 
 
 def expanded(documents_read: Iterator[Any]) -> list[dict[str, Any]]:
@@ -72,7 +81,7 @@ def test_a_yaml_list_reads_alike_whatever_the_order_of_its_fields(
     if unquote:
         text = re.sub(r"'([^'\n:#]*)'", r"\1", text)
     try:
-        parsed = expanded(yaml.safe_load_all(text))
+        parsed = expanded(parse_all(text))
     except yaml.YAMLError:
         parsed = []  # not YAML: the strict reader's error is the reference
     reads_as_the_parser_does(text, parsed)
@@ -121,7 +130,7 @@ def streams(draw: st.DrawFn) -> str:
 @given(text=streams())
 def test_a_stream_reads_as_the_parser_does(text: str) -> None:
     try:
-        parsed = expanded(yaml.safe_load_all(text))
+        parsed = expanded(parse_all(text))
     except yaml.YAMLError:
         parsed = []
     reads_as_the_parser_does(text, parsed)
@@ -146,15 +155,21 @@ POD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p{}\nspec:\n  containers:\n
         POD.format(1) + "---\n- a\n- b\n",
         POD.format(1) + "---\njust a scalar\n",
         POD.format(1) + "--- {a: 1}\n",
+        "...\n---\n" + POD.format(1),  # PyYAML wants a node before a first `...`
+        "# a note\n...\n---\n" + POD.format(1),
+        POD.format(1) + "...\n...\n---\n" + POD.format(2),
+        "---\t# a tab after the marker\n" + POD.format(1),
+        POD.format(1) + "---\n\t# a tab before a note\n" + POD.format(2),
     ],
     ids=[
         "markers", "a List among them", "tag", "anchor", "directive", "tab", "crlf",
         "broken", "content-after-end", "sequence", "scalar", "flow-on-marker",
+        "end-first", "end-after-a-note", "ends-twice", "tab-on-marker", "tab-before-note",
     ],
 )  # fmt: skip
 def test_a_stream_the_fast_path_leaves_is_read_as_pyyaml_reads_it(text: str) -> None:
     try:
-        parsed = expanded(yaml.safe_load_all(text))
+        parsed = expanded(parse_all(text))
     except yaml.YAMLError:
         parsed = []
     reads_as_the_parser_does(text, parsed)
@@ -276,7 +291,27 @@ def test_a_character_pyyaml_refuses_or_breaks_a_line_at_is_its_word(char: str, l
     items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}} for i in range(3)]
     text = dict(layouts(items))[layout].replace("name: p1", f"name: p{char}1")
     try:
-        parsed = expanded(yaml.safe_load_all(text))
+        parsed = expanded(parse_all(text))
+    except yaml.YAMLError:
+        parsed = []
+    reads_as_the_parser_does(text, parsed)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "-\n  kind: Pod\n  metadata:\n    name: bare\n",
+        "- # a note\n\n  kind: Pod\n  metadata:\n    name: noted\n",
+        "- -\t  kind: Pod\n",
+        "- kind: Pod\n  metadata:\n\tname: tabbed\n",
+    ],
+    ids=["bare-dash", "dash-and-note", "tab-after-dash", "tab-indent"],
+)
+@pytest.mark.parametrize("head", ["apiVersion: v1\nitems:\n", "kind: List\nmetadata: {}\nitems:\n"])
+def test_an_item_that_starts_below_its_dash_or_holds_a_tab_reads_as_pyyaml_reads_it(item: str, head: str) -> None:
+    text = head + "- kind: Pod\n  metadata:\n    name: a\n" + item + "- kind: Pod\n  metadata:\n    name: b\n"
+    try:
+        parsed = expanded(parse_all(text))
     except yaml.YAMLError:
         parsed = []
     reads_as_the_parser_does(text, parsed)

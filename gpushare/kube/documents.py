@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -297,10 +298,12 @@ def _listed(
     result: list[Source] = []
     released = 0
     anchors: set[bytes] = set()  # named by the items read so far by PyYAML, each alone
+    # a YAML item's object may start below its `-`; a JSON item's and a document's start where their text does
+    line: Callable[[listing.Item], int] = listing.item_line if found_yaml is not None else attrgetter("line")
     try:
         for item in items:
             if item.obj is not None:
-                result.append(Source(item.obj, name, item.line))
+                result.append(Source(item.obj, name, line(item)))
             elif documents:
                 result += _strict_document(bytes(item.text), name, item.line)
             else:  # an item the fast path leaves to PyYAML is a one-entry sequence
@@ -312,7 +315,7 @@ def _listed(
                     anchors |= named
                 obj = _strict_item(text, name)
                 if obj is not None:
-                    result.append(Source(obj, name, item.line))
+                    result.append(Source(obj, name, line(item)))
             released = listing.give_back(data, item.end, released)
     except listing.NotKubectl:
         return None

@@ -107,9 +107,10 @@ _SCALARS: tuple[tuple[bytes | None, bytes], ...] = (
 
 
 #: A character PyYAML refuses anywhere in its input, or takes for a line break, where the fast decoders pass it
-#: through as written: a C0 or C1 control (not a tab, a line feed or a carriage return; C1's are 0xC2 0x80-0x9F in
-#: UTF-8, NEL among them), DEL, U+FFFE and U+FFFF, and the line and paragraph separators.
-_UNPRINTABLE = rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\xef\xbf[\xbe\xbf]|\xe2\x80[\xa8\xa9]"
+#: through as written: a C0 or C1 control (not a line feed or a carriage return; C1's are 0xC2 0x80-0x9F in UTF-8,
+#: NEL among them), DEL, U+FFFE and U+FFFF, and the line and paragraph separators; and a tab, which PyYAML takes in
+#: some places and refuses in others (to indent a line), where rapidyaml takes it anywhere.
+_UNPRINTABLE = rb"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\xef\xbf[\xbe\xbf]|\xe2\x80[\xa8\xa9]"
 
 
 def guards(engine: Any = re2) -> list[Any]:
@@ -507,6 +508,17 @@ def json_items(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, i
         yield Item(text, line, obj, end)
 
 
+#: An item's `-` alone on its line (a comment aside), and the blank and comment lines after it: its mapping starts
+#: on the next line of content, where PyYAML places it.
+_BARE_DASH = re.compile(rb"- *(?:#[^\n]*)?\n(?: *(?:#[^\n]*)?\n)*")
+
+
+def item_line(item: Item) -> int:
+    """The line a YAML List item's object starts on: its `- ` line, or the first line of content after a bare `-`."""
+    bare = _BARE_DASH.match(item.text)
+    return item.line if bare is None else item.line + bare.group().count(b"\n")
+
+
 def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
     """The items of `yaml_list`'s blocks, each decoded where rapidyaml reads it exactly as PyYAML would, else left
     to the strict reader; the first said to start on `line`. A line at column 0 among them that is not an item
@@ -538,8 +550,9 @@ STREAM_BYTES = 1 << 20
 _DOCUMENT_START = linear(rb"\n---[ \t\n]")
 #: A line at column 0 that ends a document (`...`) or starts one (`---`), with what follows it on the line.
 _MARKER = linear(rb"(?m)^(?:---|\.\.\.)(?:[ \t][^\n]*)?(?:\n|$)")
-#: The blank and comment lines before a document's first line of content (where PyYAML says the document starts).
-_BLANK = re.compile(rb"(?:[ \t]*(?:#[^\n]*)?(?:\n|\Z))*")
+#: The blank and comment lines before a document's first line of content (where PyYAML says the document starts); a
+#: tab there is content, which PyYAML refuses.
+_BLANK = re.compile(rb"(?: *(?:#[^\n]*)?(?:\n|\Z))*")
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -558,14 +571,18 @@ def _documents(data: Buffer, begin: int, end: int) -> Iterator[tuple[int, int]]:
     scalar's header) or content after `...` where PyYAML wants a `---` is no layout the cut can take
     (NotKubectl: the strict reader reads the file, or says what is wrong with it)."""
     ended = False  # after `...`: nothing but comments until the next `---`
+    begun = begin > 0  # a document was started (each block but the first starts at a `---` line)
     at = begin
     for found in _MARKER.finditer(data, begin, end):
-        yield from _document(data, at, found.start(), ended)
+        for document in _document(data, at, found.start(), ended):
+            begun = True
+            yield document
         marker = data[found.start() : found.end()]
         rest = marker[3:].strip()
-        if rest and not rest.startswith(b"#"):
-            raise NotKubectl
         ended = marker.startswith(b".")
+        if (rest and not rest.startswith(b"#")) or (ended and not begun):  # PyYAML wants a node before a first `...`
+            raise NotKubectl
+        begun = True
         at = found.end()
     yield from _document(data, at, end, ended)
 
@@ -582,8 +599,8 @@ def _document(data: Buffer, begin: int, end: int, ended: bool) -> Iterator[tuple
 def yaml_documents(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
     """The documents of `yaml_stream`'s blocks, each decoded where rapidyaml reads it exactly as PyYAML would, else
     left to the strict reader (whose lines then count from the document's `line`); the first block said to start
-    on `line`. A List among them is the strict reader's too: it expands the items, each on its line. A tab or a
-    carriage return, which PyYAML takes otherwise than rapidyaml in places, leaves the document to PyYAML."""
+    on `line`. A List among them is the strict reader's too: it expands the items, each on its line. So is a
+    document with a carriage return, which rapidyaml may take otherwise than PyYAML where it stands alone."""
     reader = RapidYaml() if ryml is not None else None
     at = spans[0][0] if spans else 0
     try:
@@ -593,7 +610,7 @@ def yaml_documents(data: Buffer, spans: Sequence[tuple[int, int]], line: int) ->
                 at = start
                 chunk = data[start:stop]
                 obj = None
-                if reader is not None and b"\t" not in chunk and b"\r" not in chunk and not ambiguous(chunk):
+                if reader is not None and b"\r" not in chunk and not ambiguous(chunk):
                     try:
                         read = reader.json(chunk, document=True)
                         obj = decode(*read) if read is not None else None
