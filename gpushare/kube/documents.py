@@ -404,7 +404,12 @@ def read_documents(
             if (large or listing.looks_listed(head)) and os.environ.get(READER_ENV) != "pyyaml":
                 data = _mapped(handle) or head + _bytes(raw.read())
                 listed = _listed(data, head, name, advance, large)
-                return listed if listed is not None else list(_sources(compose_all(data[:], name), name))
+                if listed is not None:
+                    return listed
+                if isinstance(data, mmap.mmap):  # read as a stream from its mapping: never held whole as text
+                    data.seek(0)
+                    return list(_sources(compose_all(_Stream(data, lambda _: None), name), name))
+                return list(_sources(compose_all(data, name), name))
             return list(_sources(compose_all(_Stream(_Rejoined(head, raw), advance), name), name))
     except OSError as exc:
         raise InputError("file", name, f"a readable YAML file ({exc.strerror})") from None
