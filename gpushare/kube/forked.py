@@ -1,5 +1,5 @@
-"""A large List read on two cores: a forked copy of the process reads the second half of the items while this one
-reads the first.
+"""A large List (or stream of documents) read on two cores: a forked copy of the process reads the second half of
+the items while this one reads the first.
 
 Reading a kubectl dump is nearly all of a large `validate` and half of a large `place`, and its items are read
 one by one, each on its own: the halves need nothing from each other. The child reads from the same mapping of
