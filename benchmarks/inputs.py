@@ -14,7 +14,12 @@ Targets: place >= 20,000 pods/s from YAML, >= 50,000 pods/s from JSON; validate 
 peak memory <= 3x the input.
 `--baseline` also runs each case with the strict reader (`GPUSHARE_READER=pyyaml`, what every file was read with
 before the List reader) and prints the ratio; a comma list of `--pods` prints the cost per item at each size.
+`--layouts` writes the same pods in each layout people hand gpushare (kubectl's YAML and JSON Lists, Lists with
+`kind` and `metadata` before `items`, a `---` stream as written by hand, minified JSON) and prints a table for each
+of reading them as `place` does and `validate` as a whole process: seconds, microseconds per pod, and the ratio to
+the fastest layout (target: every layout within x1.5; exit 1 otherwise).
 Usage: python benchmarks/inputs.py [--pods 100000|2500,10000,25000] [--nodes 2000] [--dir DIR] [--baseline]
+       python benchmarks/inputs.py --layouts [--pods 10000] [--runs 3] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -418,9 +423,110 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return elapsed, max(peak, usage.ru_maxrss) / 1024
 
 
+#: The layouts the same pods are written in: kubectl's Lists, Lists with their fields in another order (as other tools
+#: and people write them), a stream of documents as written by hand, and JSON Lists laid out otherwise.
+LAYOUTS = ("yaml-kubectl", "yaml-kind-first", "yaml-stream", "json-kubectl", "json-kind-first", "json-minified")
+
+
+def layout_files(directory: Path, pods: int) -> dict[str, Path]:
+    """The same pods in each of LAYOUTS, made once per size (as `generate` makes its files)."""
+    files = {layout: directory / f"layout-{pods}-{layout}.{layout.split('-')[0]}" for layout in LAYOUTS}
+    if all(p.exists() for p in files.values()):
+        return files
+    rng = random.Random(7)
+    items = [pod(i, rng) for i in range(pods)]
+    kubectl = as_list(items)
+    kind_first = {"kind": "List", "metadata": kubectl["metadata"], "apiVersion": "v1", "items": items}
+
+    def hand(document: Any, handle: Any) -> None:
+        """Documents between `---` lines, keys in the order people write them, a comment on each, now and then an
+        empty document and an explicit end."""
+        handle.write("# pods for the dry run\n")
+        for i, item in enumerate(document):
+            handle.write(f"---\n# pod {i}\n" + ("---\n" if i % 100 == 99 else ""))
+            yaml.dump(item, handle, Dumper=_Dumper, default_flow_style=False, sort_keys=False, width=1 << 20)
+            handle.write("...\n" if i % 50 == 49 else "")
+
+    def unsorted(document: Any, handle: Any) -> None:
+        yaml.dump(document, handle, Dumper=_Dumper, default_flow_style=False, sort_keys=False, width=1 << 20)
+
+    writers: dict[str, tuple[Callable[[Any, Any], None], Any]] = {
+        "yaml-kubectl": (_yaml, kubectl),
+        "yaml-kind-first": (unsorted, kind_first),
+        "yaml-stream": (hand, items),
+        "json-kubectl": (_json, kubectl),
+        "json-kind-first": (_json, kind_first),  # kubectl's indentation: the order of the fields is what differs
+        "json-minified": (lambda d, h: h.write(json.dumps(d, separators=(",", ":"))), kind_first),
+    }
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for layout, (dump, document) in writers.items():
+            if not files[layout].exists():
+                _write(files[layout], dump, document)
+    except OSError as exc:
+        print(f"--dir: {directory} cannot hold the inputs ({exc.strerror})", file=sys.stderr)
+        raise SystemExit(2) from None
+    return files
+
+
+def best(run: Callable[[], float], times: int) -> float:
+    return min(run() for _ in range(times))
+
+
+def read_in_process(path: Path) -> float:
+    """Seconds to read a file as `place` reads its inputs (`read_paths`), in this process."""
+    from gpushare.kube.documents import read_paths
+
+    started = time.perf_counter()
+    read_paths([str(path)])
+    return time.perf_counter() - started
+
+
+def layouts(directory: Path, pods: int, runs: int) -> int:
+    """Each layout's time per pod, reading as `place` does and `validate` as a whole process, against the fastest
+    layout: the best of `runs` runs each, run in turn so that a slow spell of the machine falls on all alike."""
+    started = time.perf_counter()
+    files = layout_files(directory, pods)
+    print(
+        f"\n{pods:,} pods in {len(files)} layouts, in {directory} ({time.perf_counter() - started:.0f}s): "
+        + ", ".join(f"{k} {v.stat().st_size / 2**20:.0f} MiB" for k, v in files.items())
+    )
+    gpushare = [sys.executable, "-m", "gpushare"]
+    cases: dict[str, Callable[[Path], float]] = {
+        "read (as place)": read_in_process,
+        "validate": lambda path: timed([*gpushare, "validate", str(path), "-o", "json", "-q"], dict(os.environ))[0],
+    }
+    seconds: dict[tuple[str, str], float] = {}
+    for _ in range(runs):
+        for case, run in cases.items():
+            for layout, path in files.items():
+                took = run(path)
+                seconds[case, layout] = min(seconds.get((case, layout), took), took)
+    # The target compares the layouts of one format: YAML is read by rapidyaml, then emitted and decoded as JSON,
+    # which no layout of it can avoid; the ratio to the fastest of all is shown as well.
+    worst = 0.0
+    for case in cases:
+        fastest = min(seconds[case, layout] for layout in files)
+        print(f"\n{case}: best of {runs}")
+        print(
+            f"{'layout':<16} {'pods':>8} {'seconds':>8} {'us/pod':>7} {'MB/s':>6} {'x fastest':>9}"
+            f" {'x fastest of format':>19}"
+        )
+        for layout, path in files.items():
+            took = seconds[case, layout]
+            own = min(seconds[case, other] for other in files if other.split("-")[0] == layout.split("-")[0])
+            worst = max(worst, took / own)
+            print(
+                f"{layout:<16} {pods:>8,} {took:>8.2f} {took / pods * 1e6:>7.1f}"
+                f" {path.stat().st_size / 1e6 / took:>6.0f} {took / fastest:>9.2f} {took / own:>19.2f}"
+            )
+    print(f"\nslowest layout: x{worst:.2f} the fastest of its format, per pod (target: within x1.5)")
+    return 0 if worst <= 1.5 else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pods", default="100000", help="pods per run; a comma list shows how cost grows with size")
+    parser.add_argument("--pods", default=None, help="pods per run; a comma list shows how cost grows with size")
     parser.add_argument("--nodes", type=int, default=2_000)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "gpushare-bench-inputs")
     parser.add_argument(
@@ -428,7 +534,16 @@ def main() -> int:
         action="store_true",
         help="also run the strict reader (GPUSHARE_READER=pyyaml) and print the ratio",
     )
+    parser.add_argument(
+        "--layouts",
+        action="store_true",
+        help="time each layout of the same pods (default 10000 pods) reading as place does and validating",
+    )
+    parser.add_argument("--runs", type=int, default=3, help="with --layouts: runs of each case, the best kept")
     args = parser.parse_args()
+    if args.layouts:
+        return layouts(args.dir.resolve(), int(args.pods or 10_000), args.runs)
+    args.pods = args.pods or "100000"
     gpushare = [sys.executable, "-m", "gpushare"]
     print(subprocess.run([*gpushare, "--version"], capture_output=True, text=True, cwd=_OUTSIDE).stdout.strip())
     upstream = ["-o", "json", "-q", "--semantics", "upstream", "--scheduler-name", "default-scheduler"]

@@ -112,8 +112,9 @@ def test_the_fast_reader_takes_kubectl_lists() -> None:
     _, spans = listing.yaml_list(data) or (None, [])
     read = list(forked.items(data, spans, partial(listing.yaml_items, data), *IGNORED))
     assert [i.line for i in read] == [3, 8, 13] and all(i.obj is not None for i in read)
-    for document, by_layout in ((kubectl, True), ({"kind": "List", "items": items}, False)):
-        as_json = json.dumps(document, indent=4)
+    kind_first = {"kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+    for document, indent, by_layout in ((kubectl, 4, True), (kind_first, 2, True), (kind_first, None, False)):
+        as_json = json.dumps(document, indent=indent)
         data = as_json.encode()
         found = listing.json_list(data)
         assert found is not None and (found.between is not None) is by_layout

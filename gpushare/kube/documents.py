@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -266,38 +267,87 @@ def _sources(documents: Iterator[tuple[yaml.Node, Any]], name: str) -> Iterator[
                 yield Source(shapes.trim(item), name, line)
 
 
-def _listed(data: listing.Buffer, head: bytes, name: str, advance: Callable[[int], None]) -> list[Source] | None:
-    """A List read item by item (`listing`); None when `data` is not one after all. An mmap'd file's pages are
-    handed back as the items are read, so memory holds what is kept, not the file as well."""
+def _listed(
+    data: listing.Buffer, head: bytes, name: str, advance: Callable[[int], None], stream: bool = False
+) -> list[Source] | None:
+    """A List read item by item, or with `stream` a YAML stream read document by document (`listing`); None when
+    `data` is neither after all. An mmap'd file's pages are handed back as the items are read, so memory holds what
+    is kept, not the file as well."""
     from gpushare.kube import forked, listing  # msgspec and rapidyaml, loaded when a file is read (not by render)
 
     items: Generator[listing.Item, None, None]
+    documents = False
     found_json = listing.json_list(data) if head.lstrip()[:1] == b"{" else None
+    if found_json is None and head.lstrip()[:1] == b"{":
+        obj = listing.json_object(data)
+        return None if obj is None else [Source(obj, name, listing.json_line(data))]
+    found_yaml = listing.yaml_list(data) if found_json is None else None
+    if found_yaml is not None and not _envelope_is_list(found_yaml[0], name):
+        found_yaml = None
+    found_stream = listing.yaml_stream(data) if stream and found_json is None and found_yaml is None else None
     if found_json is not None:
         read = partial(listing.json_items, data, found_json.between)
         items = forked.items(data, found_json.spans, read, listing.span_start, advance)
+    elif found_yaml is not None:
+        items = forked.items(data, found_yaml[1], partial(listing.yaml_items, data), listing.span_start, advance)
+    elif found_stream is not None:
+        documents = True
+        items = forked.items(data, found_stream, partial(listing.yaml_documents, data), listing.span_start, advance)
     else:
-        found_yaml = listing.yaml_list(data)
-        if found_yaml is None:
-            return None
-        envelope, spans = found_yaml
-        if [listing.is_list(d) for _, d in compose_all(envelope, name)] != [True]:
-            return None
-        items = forked.items(data, spans, partial(listing.yaml_items, data), listing.span_start, advance)
+        return None
     result: list[Source] = []
     released = 0
+    anchors: set[bytes] = set()  # named by the items read so far by PyYAML, each alone
+    # a YAML item's object may start below its `-`; a JSON item's and a document's start where their text does
+    line: Callable[[listing.Item], int] = listing.item_line if found_yaml is not None else attrgetter("line")
     try:
         for item in items:
-            # an item the fast path leaves to PyYAML is a one-entry sequence
-            obj = item.obj if item.obj is not None else _strict_item(bytes(item.text), name)
-            if obj is not None:
-                result.append(Source(obj, name, item.line))
+            if item.obj is not None:
+                result.append(Source(item.obj, name, line(item)))
+            elif documents:
+                result += _strict_document(bytes(item.text), name, item.line)
+            else:  # an item the fast path leaves to PyYAML is a one-entry sequence
+                text = bytes(item.text)
+                if b"&" in text:  # a List is one document, whose anchors PyYAML refuses to see named twice
+                    named = set(_ANCHOR.findall(text))
+                    if named & anchors:
+                        raise listing.NotKubectl
+                    anchors |= named
+                obj = _strict_item(text, name)
+                if obj is not None:
+                    result.append(Source(obj, name, line(item)))
             released = listing.give_back(data, item.end, released)
     except listing.NotKubectl:
         return None
     finally:
         items.close()  # a child still reading is stopped now, not when the generator is collected
     return result
+
+
+#: An anchor's name, or text that looks like one (which only costs the file a strict reading).
+_ANCHOR = re.compile(rb"&([^ \t\r\n,\[\]{}]+)")
+
+
+def _envelope_is_list(envelope: bytes, name: str) -> bool:
+    """Whether a YAML List's text without its items is one List document; not when it is no YAML, or names a key
+    twice: the strict reader reads the file then, and says where."""
+    from gpushare.kube import listing
+
+    try:
+        return [listing.is_list(d) for _, d in compose_all(envelope, name)] == [True]
+    except InputError:
+        return False
+
+
+def _strict_document(chunk: bytes, name: str, line: int) -> list[Source]:
+    """A stream's document read by PyYAML, its objects' lines counted from the document's. One PyYAML refuses has
+    the whole file read the strict way, which says where the error is in the file."""
+    try:
+        return [Source(s.obj, name, (s.line or 1) + line - 1) for s in _sources(compose_all(chunk, name), name)]
+    except InputError:
+        from gpushare.kube import listing
+
+        raise listing.NotKubectl from None
 
 
 def _strict_item(chunk: bytes, name: str) -> dict[str, Any] | None:
@@ -318,7 +368,7 @@ def _strict_item(chunk: bytes, name: str) -> dict[str, Any] | None:
 #: (benchmarks/inputs.py) and as a way around the List reader should it ever misread a file.
 READER_ENV = "GPUSHARE_READER"
 
-#: Bytes read to tell a List as kubectl writes it (read item by item) from any other file (read as a stream).
+#: Bytes read to tell a List or a JSON object (read item by item) from any other file (read as a stream, when small).
 _PEEK = 1 << 12
 
 
@@ -326,15 +376,18 @@ def read_documents(
     path: str | Path, text: str | None = None, *, stream: IO[Any] | None = None, show_progress: bool = False
 ) -> list[Source]:
     """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at, trimmed
-    to what gpushare reads (`shapes`). A List as kubectl writes it is read item by item (`listing`); any other
-    file as a stream, never held whole as text. A terminal shows progress in bytes for a large input; `text`
-    or `stream` stand in for the file."""
+    to what gpushare reads (`shapes`). A List (in kubectl's layout or with its fields in another order), a JSON
+    object, and a stream of `listing.STREAM_BYTES` or more are read item by item or document by document
+    (`listing`); any other file as a stream, never held whole as text. A terminal shows progress in bytes for a
+    large input; `text` or `stream` stand in for the file."""
     name = str(path)
     if text is not None and os.environ.get(READER_ENV) == "pyyaml":
         return list(_sources(compose_all(text, name), name))
     if text is not None:
+        from gpushare.kube import listing
+
         encoded = text.encode()
-        listed = _listed(encoded, encoded[:_PEEK], name, lambda _: None)
+        listed = _listed(encoded, encoded[:_PEEK], name, lambda _: None, len(encoded) >= listing.STREAM_BYTES)
         return listed if listed is not None else list(_sources(compose_all(text, name), name))
     try:
         handle = stream if stream is not None else open(path, "rb")  # noqa: SIM115 - closed below
@@ -347,10 +400,16 @@ def read_documents(
             head = _bytes(raw.read(_PEEK))
             from gpushare.kube import listing
 
-            if listing.looks_listed(head) and os.environ.get(READER_ENV) != "pyyaml":
+            large = size is not None and size >= listing.STREAM_BYTES
+            if (large or listing.looks_listed(head)) and os.environ.get(READER_ENV) != "pyyaml":
                 data = _mapped(handle) or head + _bytes(raw.read())
-                listed = _listed(data, head, name, advance)
-                return listed if listed is not None else list(_sources(compose_all(data[:], name), name))
+                listed = _listed(data, head, name, advance, large)
+                if listed is not None:
+                    return listed
+                if isinstance(data, mmap.mmap):  # read as a stream from its mapping: never held whole as text
+                    data.seek(0)
+                    return list(_sources(compose_all(_Stream(data, lambda _: None), name), name))
+                return list(_sources(compose_all(data, name), name))
             return list(_sources(compose_all(_Stream(_Rejoined(head, raw), advance), name), name))
     except OSError as exc:
         raise InputError("file", name, f"a readable YAML file ({exc.strerror})") from None

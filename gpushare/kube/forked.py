@@ -1,5 +1,5 @@
-"""A large List read on two cores: a forked copy of the process reads the second half of the items while this one
-reads the first.
+"""A large List (or stream of documents) read on two cores: a forked copy of the process reads the second half of
+the items while this one reads the first.
 
 Reading a kubectl dump is nearly all of a large `validate` and half of a large `place`, and its items are read
 one by one, each on its own: the halves need nothing from each other. The child reads from the same mapping of
@@ -81,6 +81,8 @@ def items(
             yield item
         if last is not None:  # where the child's half starts: past the last item read here
             line = last.line + data[last.end - len(last.text) : start(units[half])].count(b"\n")
+        else:  # a half without an item (a stream's blocks of comments and empty documents)
+            line += data[start(units[0]) : start(units[half])].count(b"\n")
         received = child.received(data, line - 1)
         for item in received if received is not None else read(units[half:], line):  # None: the child failed
             if item.end > done:

@@ -8,8 +8,10 @@ follows what gpushare keeps and a pod costs tens of microseconds.
 A JSON List with its items' braces on lines of their own (kubectl's layout, `json.dumps` with an indent) is cut
 by that layout, on both cores; any other, by msgspec, whole (see `json_list`). A YAML List is cut by kubectl's
 layout, which is exact: `items:` at column 0 and each item a `- ` line at column 0 (kubectl sorts keys, so `apiVersion`,
-`items`, `kind`, `metadata`). Anything else, and any item the fast decoders cannot take exactly as PyYAML
-would, goes to the strict reader (`documents`), which is also the one that says where an error is. YAML is
+`items`, `kind`, `metadata`; other writers put `kind` and `metadata` first, which is read alike). A large YAML
+stream is cut into its documents at its `---` and `...` lines (`yaml_stream`), a JSON object read as one item.
+Anything else, and any item the fast decoders cannot take exactly as PyYAML would, goes to the strict reader
+(`documents`), which is also the one that says where an error is. YAML is
 read by rapidyaml only where its YAML 1.2 typing cannot differ from PyYAML's YAML 1.1 (see `ambiguous`); a
 file kubectl wrote has no such value, as its writer quotes them. Like kubectl's own JSON reader, the fast
 readers take the last of a repeated key; the strict reader refuses one.
@@ -18,6 +20,7 @@ readers take the last of a repeated key; the strict reader refuses one.
 from __future__ import annotations
 
 import contextlib
+import json
 import mmap
 import os
 import re
@@ -46,8 +49,14 @@ _ENDING_LINE = rb"[^-\t\n\x0b\x0c\r #]|-[^ \n]"
 #: The line break before an item. The item's line is looked at, not taken: an empty item is followed at once by the
 #: next one's line (RE2, which has no lookahead, would take it).
 _YAML_ITEM = re.compile(rb"\n(?=" + _ITEM_LINE + rb")")
-#: The start of a YAML List as kubectl writes it, up to its first item.
-_YAML_HEAD = re.compile(rb"\A(?:apiVersion: [^\n]*\n)?items:" + _YAML_ITEM.pattern)
+#: The start of a YAML List, up to its first item: kubectl writes `apiVersion` alone before `items`; a List written by
+#: hand or by another tool may put its other fields first (`kind`, a flat `metadata`), with comments and blank lines.
+#: What these lines say is checked by the strict reader (`yaml_list`'s envelope); the pattern only bounds them.
+_YAML_HEAD = re.compile(
+    rb"\A(?:---[ \t]*\n)?"
+    rb"(?:(?:apiVersion|kind|metadata):[^\n]*\n|[ \t][^\n]*\n|(?:#[^\n]*)?\n)*"
+    rb"items:" + _YAML_ITEM.pattern
+)
 #: An item's line, and one that ends the items, where a line at column 0 starts (`_yaml_line` tells them apart).
 _ITEM_AT = re.compile(_ITEM_LINE)
 _ENDING_AT = re.compile(_ENDING_LINE)
@@ -97,9 +106,17 @@ _SCALARS: tuple[tuple[bytes | None, bytes], ...] = (
 )
 
 
+#: A character PyYAML refuses anywhere in its input, or takes for a line break, where the fast decoders pass it
+#: through as written: a C0 or C1 control (not a line feed or a carriage return; C1's are 0xC2 0x80-0x9F in UTF-8,
+#: NEL among them), DEL, U+FFFE and U+FFFF, and the line and paragraph separators; and a tab, which PyYAML takes in
+#: some places and refuses in others (to indent a line), where rapidyaml takes it anywhere.
+_UNPRINTABLE = rb"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\xef\xbf[\xbe\xbf]|\xe2\x80[\xa8\xa9]"
+
+
 def guards(engine: Any = re2) -> list[Any]:
     """The guard's patterns compiled by RE2 (the `re2` module) or, with None, by `re`; they match where a plain
-    scalar starts: the first line, every other line (a key or a `- ` entry), after a key.
+    scalar starts: the first line, every other line (a key or a `- ` entry), after a key; and a character PyYAML
+    refuses, wherever it is.
 
     RE2 takes one pattern and one pass. Backtracking `re` takes one pattern for each start, as each begins with a
     literal its search skips ahead to at C speed; possessive indentation, so a line's is not tried again shorter;
@@ -112,8 +129,11 @@ def guards(engine: Any = re2) -> list[Any]:
         body if first is None or engine is not None else rb"(?=" + first + rb")" + body for first, body in _SCALARS
     )
     if engine is None:
-        return [re.compile(rb"(?m)" + start + rb"(?:" + scalar + rb")") for start in starts]
-    return [linear(rb"(?m)(?:" + b"|".join(starts) + rb")(?:" + scalar + rb")", engine)]
+        return [
+            *(re.compile(rb"(?m)" + start + rb"(?:" + scalar + rb")") for start in starts),
+            re.compile(_UNPRINTABLE),
+        ]
+    return [linear(rb"(?m)(?:" + b"|".join(starts) + rb")(?:" + scalar + rb")|" + _UNPRINTABLE, engine)]
 
 
 def linear(pattern: bytes, engine: Any = re2) -> Any:
@@ -209,8 +229,13 @@ class _Envelope(TypedDict, total=False):
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 
 #: A JSON List whose items' braces open and close on lines of their own at one indentation, as kubectl and
-#: `json.dumps(indent=n)` lay them out: its head, up to the first item's brace (the indentation in group 1).
-_JSON_HEAD = re.compile(rb'\A\s*\{\s*(?:"apiVersion"\s*:\s*"[^"\\]*"\s*,\s*)?"items"\s*:\s*\[[ \t]*\n([ \t]*)\{')
+#: `json.dumps(indent=n)` lay them out: its head, up to the first item's brace (the indentation in group 1). kubectl
+#: writes `apiVersion` alone before `items`; other writers may put `kind` and a flat `metadata` there too. What the
+#: head says is read with the tail (`json_list`); the pattern only bounds it.
+_JSON_HEAD = re.compile(
+    rb'\A\s*\{\s*(?:"(?:apiVersion|kind)"\s*:\s*"[^"\\]*"\s*,\s*|"metadata"\s*:\s*\{[^\[\]{}]*\}\s*,\s*)*'
+    rb'"items"\s*:\s*\[[ \t]*\n([ \t]*)\{'
+)
 #: Its tail, after the last item's brace: the List's other fields, at most flat objects (metadata).
 _JSON_TAIL = rb"\}(\s*\][^\[\]{}]*(?:\{[^\[\]{}]*\}[^\[\]{}]*)*\}\s*)\Z"
 #: How far from the end of the file the tail is looked for.
@@ -241,8 +266,8 @@ def json_list(data: Buffer) -> JsonList | None:
         indent = head.group(1)
         tail = re.search(rb"\n" + re.escape(indent) + _JSON_TAIL, data[-_TAIL_BYTES:])
         if tail is not None and b'"items"' not in tail.group(1):
-            try:
-                envelope = _ENVELOPE.decode(b'{"items":[' + tail.group(1))
+            try:  # the List without its items: its head to the items' bracket, and its tail
+                envelope = _ENVELOPE.decode(data[: head.start(1) - 1] + tail.group(1))
             except msgspec.MsgspecError:
                 envelope = {}
             if _list_kind(envelope) and envelope.get("items") == []:
@@ -262,6 +287,38 @@ def json_list(data: Buffer) -> JsonList | None:
         end = data.find(text[:64], end) + len(text)  # between two items there is only a comma and space
         spans.append((end - len(text), end))
     return JsonList(spans)
+
+
+def json_object(data: Buffer) -> dict[str, Any] | None:
+    """A JSON file of one object (`kubectl get pod p -o json`), read by msgspec as a JSON List's items are, so the
+    object is the same whether it stands alone or in a List. None (the strict reader's) for one that is no JSON
+    object, is a List, or names a key twice: the strict reader refuses that, and says where, as kubectl does."""
+    try:
+        obj = _ANY.decode(data)
+    except (msgspec.MsgspecError, *UNDECODABLE):
+        return None
+    if not isinstance(obj, dict) or _list_kind(obj):
+        return None
+    try:  # an object is small: the standard library's reader, in C, finds a repeated key in a few microseconds
+        json.loads(data[:], object_pairs_hook=_unrepeated)
+    except (ValueError, RecursionError):
+        return None
+    return shapes.trim(obj)
+
+
+def _unrepeated(pairs: list[tuple[str, Any]]) -> None:
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise ValueError("a repeated key")
+
+
+#: The white space before a JSON text's first brace.
+_SPACE = re.compile(rb"[ \t\r\n]*")
+
+
+def json_line(data: Buffer) -> int:
+    """The line a JSON text's first value starts on, where PyYAML places it."""
+    at = _SPACE.match(data)
+    return 1 + data[: at.end() if at is not None else 0].count(b"\n")
 
 
 #: Where the item before a separator that was found ends, and where the next one starts.
@@ -302,6 +359,11 @@ def _separated(between: bytes) -> tuple[Any, Around]:
     ends (after its brace) and the next starts (at its brace)."""
     closed = between.index(b"}") + 1
     return linear(re.escape(between)), lambda found: (found.start() + closed, found.end() - 1)
+
+
+def newlines(data: Buffer, start: int, end: int) -> int:
+    """The line breaks in `data[start:end]`, counted in place where the buffer can (bytes; an mmap copies)."""
+    return data.count(b"\n", start, end) if isinstance(data, bytes) else data[start:end].count(b"\n")
 
 
 def _yaml_item(found: Any) -> tuple[int, int]:
@@ -350,7 +412,8 @@ def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
     after = _YAML_AFTER.search(data, last)
     end = after.start() if after else len(data)
     spans[-1] = (spans[-1][0], end)
-    return data[: head.end()].replace(b"items:\n", b"items: []\n") + data[end:], spans
+    fields = data[: head.end() - len(b"items:\n")]  # the List's fields before its items, if any
+    return fields + b"items: []\n" + data[end:], spans
 
 
 class RapidYaml:
@@ -376,30 +439,34 @@ class RapidYaml:
                 os.close(fd)
         self.stderr = self.nowhere = None
 
-    def json(self, chunk: bytes) -> tuple[memoryview, str | None] | None:
-        """The item of a one-entry `- ...` chunk as JSON, without managedFields, and its kind; None when rapidyaml
-        refuses it (a parse error, or a tree deeper than its emitter goes): the strict reader then says what is
-        wrong. The JSON is in the reused buffer: decode it before the next item."""
+    def json(self, chunk: bytes, document: bool = False) -> tuple[memoryview, str | None] | None:
+        """The item of a one-entry `- ...` chunk (or the mapping a `document`'s chunk is) as JSON, without
+        managedFields, and its kind; None when rapidyaml refuses it (a parse error, or a tree deeper than its
+        emitter goes), or a document is no mapping: the strict reader then says what is wrong. The JSON is in the
+        reused buffer: decode it before the next item."""
         stderr, nowhere = self.stderr, self.nowhere
         try:
             if stderr is not None and nowhere is not None:
                 os.dup2(nowhere, 2)
-            return self._json(chunk)
+            return self._json(chunk, document)
         except (ryml.ExceptionBasic, RuntimeError):  # its ExceptionParse and ExceptionVisit; SWIG's for the rest
             return None
         finally:
             if stderr is not None:
                 os.dup2(stderr, 2)
 
-    def _json(self, chunk: bytes) -> tuple[memoryview, str | None] | None:
+    def _json(self, chunk: bytes, document: bool) -> tuple[memoryview, str | None] | None:
         tree = self.tree
         tree.clear()
         tree.clear_arena()
         ryml.parse_in_arena(chunk, tree=tree)
         root = tree.root_id()
-        if not tree.is_seq(root) or tree.num_children(root) != 1:
+        if document:
+            item = root
+        elif not tree.is_seq(root) or tree.num_children(root) != 1:
             return None
-        item = tree.first_child(root)
+        else:
+            item = tree.first_child(root)
         if not tree.is_map(item):
             return None
         meta = tree.find_child(item, b"metadata")
@@ -431,7 +498,7 @@ def json_items(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, i
     start = spans[0][0] if spans else 0
     for begin, end in spans if between is None else _cut(data, spans, *_separated(between)):
         text = view[begin:end]
-        line += data[start:begin].count(b"\n")
+        line += newlines(data, start, begin)
         start = begin
         kind = _JSON_KIND.search(text)
         try:
@@ -439,6 +506,17 @@ def json_items(data: Buffer, between: bytes | None, spans: Sequence[tuple[int, i
         except UNDECODABLE:
             raise NotKubectl from None
         yield Item(text, line, obj, end)
+
+
+#: An item's `-` alone on its line (a comment aside), and the blank and comment lines after it: its mapping starts
+#: on the next line of content, where PyYAML places it.
+_BARE_DASH = re.compile(rb"- *(?:#[^\n]*)?\n(?: *(?:#[^\n]*)?\n)*")
+
+
+def item_line(item: Item) -> int:
+    """The line a YAML List item's object starts on: its `- ` line, or the first line of content after a bare `-`."""
+    bare = _BARE_DASH.match(item.text)
+    return item.line if bare is None else item.line + bare.group().count(b"\n")
 
 
 def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
@@ -459,6 +537,88 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
                     obj = None  # e.g. `+1`, which rapidyaml passes through as a number JSON does not allow
             yield Item(chunk, line, obj, end)
             line += chunk.count(b"\n")
+    finally:
+        if reader is not None:
+            reader.close()
+
+
+#: Streams smaller than this are read by the strict reader alone. It refuses a repeated key, where the fast decoders
+#: take the last one (as kubectl's JSON reader does): a file written by hand, where a key is repeated by mistake, is
+#: small, and read whole by PyYAML in a fraction of a second; a large one is a dump, read at the fast path's speed.
+STREAM_BYTES = 1 << 20
+#: Where a stream is cut into blocks for the two sides of the reader: before a `---` line.
+_DOCUMENT_START = linear(rb"\n---[ \t\n]")
+#: A line at column 0 that ends a document (`...`) or starts one (`---`), with what follows it on the line.
+_MARKER = linear(rb"(?m)^(?:---|\.\.\.)(?:[ \t][^\n]*)?(?:\n|$)")
+#: The blank and comment lines before a document's first line of content (where PyYAML says the document starts); a
+#: tab there is content, which PyYAML refuses.
+_BLANK = re.compile(rb"(?: *(?:#[^\n]*)?(?:\n|\Z))*")
+_BOM = b"\xef\xbb\xbf"
+
+
+def yaml_stream(data: Buffer) -> list[tuple[int, int]] | None:
+    """A YAML stream (documents between `---` lines, as written by hand or by `helm template`) in about `_BLOCKS`
+    spans, each cut before a `---` line, so each side of the two-core reader cuts its own into documents
+    (`yaml_documents`); None for text the fast path does not take at all: JSON, and a byte order mark."""
+    if data[:1] in (b"{", b"[") or data[:3] == _BOM:
+        return None
+    return _blocks(data, 0, len(data), _DOCUMENT_START, _yaml_item)
+
+
+def _documents(data: Buffer, begin: int, end: int) -> Iterator[tuple[int, int]]:
+    """The spans of the documents with content between `begin` and `end` (each from its first line of content to
+    the next marker), as PyYAML delimits them. A marker with content on its line (a tag, a flow node, a block
+    scalar's header) or content after `...` where PyYAML wants a `---` is no layout the cut can take
+    (NotKubectl: the strict reader reads the file, or says what is wrong with it)."""
+    ended = False  # after `...`: nothing but comments until the next `---`
+    begun = begin > 0  # a document was started (each block but the first starts at a `---` line)
+    at = begin
+    for found in _MARKER.finditer(data, begin, end):
+        for document in _document(data, at, found.start(), ended):
+            begun = True
+            yield document
+        marker = data[found.start() : found.end()]
+        rest = marker[3:].strip()
+        ended = marker.startswith(b".")
+        if (rest and not rest.startswith(b"#")) or (ended and not begun):  # PyYAML wants a node before a first `...`
+            raise NotKubectl
+        begun = True
+        at = found.end()
+    yield from _document(data, at, end, ended)
+
+
+def _document(data: Buffer, begin: int, end: int, ended: bool) -> Iterator[tuple[int, int]]:
+    start = _BLANK.match(data, begin, end)
+    content = start.end() if start is not None else begin
+    if content < end:
+        if ended:
+            raise NotKubectl
+        yield content, end
+
+
+def yaml_documents(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Iterator[Item]:
+    """The documents of `yaml_stream`'s blocks, each decoded where rapidyaml reads it exactly as PyYAML would, else
+    left to the strict reader (whose lines then count from the document's `line`); the first block said to start
+    on `line`. A List among them is the strict reader's too: it expands the items, each on its line. So is a
+    document with a carriage return, which rapidyaml may take otherwise than PyYAML where it stands alone."""
+    reader = RapidYaml() if ryml is not None else None
+    at = spans[0][0] if spans else 0
+    try:
+        for begin, end in spans:
+            for start, stop in _documents(data, begin, end):
+                line += data[at:start].count(b"\n")
+                at = start
+                chunk = data[start:stop]
+                obj = None
+                if reader is not None and b"\r" not in chunk and not ambiguous(chunk):
+                    try:
+                        read = reader.json(chunk, document=True)
+                        obj = decode(*read) if read is not None else None
+                    except (*UNDECODABLE, NotKubectl):
+                        obj = None
+                    if obj is not None and _list_kind(obj):
+                        obj = None
+                yield Item(chunk, line, obj, stop)
     finally:
         if reader is not None:
             reader.close()
