@@ -168,12 +168,16 @@ def _settled(
 
 
 def dry_run(
-    case: Scenario, pods: list[dict[str, Any]], semantics: Semantics, order: dict[str, str] | None = None
+    case: Scenario,
+    pods: list[dict[str, Any]],
+    semantics: Semantics,
+    order: dict[str, str] | None = None,
+    existing: list[dict[str, Any]] = (),  # type: ignore[assignment]
 ) -> Any:
     return place(
         [*case.nodes, *case.config_maps],
         pods,
-        existing=[*case.running, *case.replica_sets],
+        existing=[*case.running, *case.replica_sets, *existing],
         semantics=semantics,
         node_order=order,
     )
@@ -342,3 +346,88 @@ def test_repeated_runs_fixed_outcomes_and_ties(cluster: ControlPlane, scheduler:
         else:  # the loaded node is never chosen, by any run nor by the dry run
             assert all("n0" not in {o[0] for o in run.values() if o} for run in runs)
             assert "n0" not in {a.node for a in model.placements}
+
+
+def _gpu_pod(name: str, units: int | None, **spec: Any) -> dict[str, Any]:
+    """A pod of the served scheduler; `units` None: no aliyun.com/gpu-mem at all."""
+    limits = {} if units is None else {"aliyun.com/gpu-mem": str(units)}
+    container = {"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"limits": limits}}
+    body = {"schedulerName": "gpushare-scheduler", "containers": [container], **spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": body}
+
+
+def _bound(core: Any, name: str, timeout: float = 30) -> tuple[str, str | None]:
+    """(node, GPU index annotation or None) once the pod has a node."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pod = core.read_namespaced_pod(name, "default")
+        if pod.spec.node_name:
+            return pod.spec.node_name, (pod.metadata.annotations or {}).get("ALIYUN_COM_GPU_MEM_IDX")
+        time.sleep(0.05)
+    pytest.fail(f"pod {name} not bound after {timeout:.0f}s")
+
+
+def test_pods_the_scheduler_never_binds_or_never_sees(cluster: ControlPlane, scheduler: Any) -> None:
+    """The classes the random scenarios cannot hold, on the real API server and kube-scheduler with the stand-in:
+    a pod naming aliyun.com/gpu-mem but asking 0 is sent to the extender and its bind fails on every retry (never
+    bound; the dry run calls it invalid, GW217); a pod created with spec.nodeName is bound at creation and holds no
+    device, so the next pod's best fit is the same GPU it would take on an empty node; a pod past its namespace's
+    ResourceQuota is refused at creation with the message the dry run gives."""
+    core, apps, log, standin = scheduler
+    semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(cluster.minor))
+    case = _identical_nodes(1)
+    create(core, apps, case, standin, log)
+    quota_name = "gpu"
+    try:
+        # asks 0: kube-scheduler asks the extender, whose bind refuses; the pod is retried and never bound
+        zero = _gpu_pod("zero", 0)
+        core.create_namespaced_pod("default", zero)
+        deadline = time.monotonic() + 20
+        while sum(1 for verb, who in standin.calls if verb == "bind" and who == "default/zero") < 2:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the bind of a pod asking 0 was not retried:\n{tail(log)}")
+            time.sleep(0.1)
+        assert not core.read_namespaced_pod("zero", "default").spec.node_name
+        (invalid,) = dry_run(case, [zero], semantics).invalid
+        assert "[GW217]" in invalid.reason
+        core.delete_namespaced_pod("zero", "default", grace_period_seconds=0)
+
+        # spec.nodeName at creation: no annotation, no device; the next pod takes GPU 0 as on an empty node
+        preset = _gpu_pod("preset", 10, nodeName="n0")
+        core.create_namespaced_pod("default", preset)
+        assert _bound(core, "preset") == ("n0", None)
+        after = _gpu_pod("after", 4)
+        core.create_namespaced_pod("default", after)
+        node, index = _bound(core, "after")
+        model = dry_run(case, [preset, after], semantics)
+        mine = {a.name: (a.node, a.gpus) for a in model.placements}
+        assert mine["preset"] == ("n0", ()) and mine["after"] == (node, ((int(str(index)), 4),))
+
+        # ResourceQuota: the controller's status, then a pod that would pass it is refused at creation
+        quota = {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": quota_name, "namespace": "default"},
+            "spec": {"hard": {"requests.aliyun.com/gpu-mem": "16"}},
+        }
+        core.create_namespaced_resource_quota("default", quota)
+        used = {"requests.aliyun.com/gpu-mem": "14"}
+        status = {"status": {"hard": quota["spec"]["hard"], "used": used}}
+        core.patch_namespaced_resource_quota_status(quota_name, "default", status)
+        quota["status"] = status["status"]
+        over = _gpu_pod("over", 4)
+        deadline, body = time.monotonic() + 15, ""
+        while "exceeded quota" not in body:  # until the admission plugin's cache holds the status just written
+            if time.monotonic() > deadline:
+                pytest.fail(f"the pod past the quota was not refused for it: {body}")
+            with pytest.raises(ApiException) as refused:
+                core.create_namespaced_pod("default", over)
+            assert refused.value.status == 403
+            body = str(refused.value.body)
+            time.sleep(0.2)
+        (invalid,) = dry_run(case, [over], semantics, existing=[quota]).invalid
+        assert invalid.reason in body, (invalid.reason, body)
+    finally:
+        with contextlib.suppress(ApiException):
+            core.delete_namespaced_resource_quota(quota_name, "default")
+        delete(core, apps, case)
