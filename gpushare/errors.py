@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 #: How much of a value a message quotes: enough to recognise it, never a whole file.
 QUOTE_LIMIT = 120
+
+
+def listed(names: Sequence[str], most: int = 5) -> str:
+    """Names as a message lists them: the first `most`, then how many more, so a fleet-sized list stays one line."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 def shown(value: Any) -> str:

@@ -213,3 +213,20 @@ def test_the_api_server_refuses_a_pod_past_its_namespaces_quota(engine: str) -> 
     unchecked = place([node("a")], new[:1], existing=[scoped], semantics=served("ack"), engine=engine)
     assert len(unchecked.placements) == 1
     assert any("ResourceQuota ml/gpu: scopes not modelled" in w for w in unchecked.warnings)
+
+
+@pytest.mark.parametrize(("minor", "fits"), [(28, True), (29, False), (36, False)])
+def test_a_sidecar_adds_to_the_containers_and_to_later_init_containers_from_1_29(minor: int, fits: bool) -> None:
+    """PodRequests with SidecarContainers (1.29 on): a sidecar (init container with restartPolicy Always) runs beside
+    the containers, so cpu 1 + sidecar 2 = 3 after start and sidecar 2 + the next init container 2 = 4 while it runs:
+    4 cpus. Before, every init container alone: max(1, 2, 2) = 2."""
+    from gpushare.domain.kubescheduler import scoring_profile
+
+    asks = pod("p", [{"cpu": "1", "aliyun.com/gpu-mem": "1"}], init=[{"cpu": "2"}, {"cpu": "2"}])
+    asks["spec"]["initContainers"][0]["restartPolicy"] = "Always"
+    cpus3 = node("a", cpu="3")
+    semantics = Semantics("upstream", scheduler_name="default-scheduler", scheduler=scoring_profile(minor))
+    result = place([cpus3], [asks], semantics=semantics)
+    assert bool(result.placements) is fits
+    if not fits:
+        assert result.pending[0].reasons == (("Insufficient cpu", 1),)

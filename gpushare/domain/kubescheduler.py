@@ -258,6 +258,13 @@ class ScoringProfile:
         return self.minor >= 33
 
     @property
+    def counts_sidecars(self) -> bool:
+        """1.29 on (SidecarContainers, beta and on by default): an init container with restartPolicy Always runs
+        beside the containers, so its requests add to theirs and to every later init container's (PodRequests).
+        Before, the API server drops the field and it is an init container like the others."""
+        return self.minor >= 29
+
+    @property
     def sidecar_host_ports(self) -> bool:
         """1.33 on (1.33.6 and 1.34.0, kubernetes#132040): NodePorts counts the host ports of init containers with
         restartPolicy Always (sidecars), of the pod and of those bound; before, containers' ports only."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushare.domain.profiles import INSTALLER_CHART, MIB_PER_UNIT, UNIT_128MIB, UNIT_GIB, UNIT_MIB, served_scheduler
+from gpushare.errors import listed
 from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo
 
@@ -128,7 +129,7 @@ def node_units(nodes: Iterable[NodeInfo]) -> tuple[list[UnitReading], list[str]]
             by_unit.setdefault(unit, []).append(node.name)
     readings = []
     for unit, names in by_unit.items():
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        shown = listed(names, 3)
         readings.append(UnitReading(unit, f"aliyun.com/gpu-mem capacity of nodes {shown}"))
     return readings, unknown
 

@@ -249,10 +249,21 @@ class Requests:
     #: 100m and 200 MiB (pkg/scheduler/util GetNonzeroRequests), summed and maxed like the requests.
     nz_cpu: int = 0
     nz_memory: int = 0
+    #: With sidecars (init containers with restartPolicy Always) and a minor that runs them beside the containers
+    #: (1.29 on): (requests, nz_cpu, nz_memory) with each sidecar added to the containers' sum and to what every later
+    #: init container asks (PodRequests); None when the pod has no sidecar.
+    with_sidecars: tuple[dict[str, int], int, int] | None = None
     images: list[str] = field(default_factory=list)  # spec.containers[*].image, in order
     init_images: list[str] = field(default_factory=list)  # spec.initContainers[*].image, in order
     env: list[tuple[str, str, Any]] = field(default_factory=list)  # (container, name, value)
     problems: list[Problem] = field(default_factory=list)
+
+    def as_scheduled(self, sidecars: bool) -> tuple[dict[str, int], int, int]:
+        """(requests, nz_cpu, nz_memory) as the minor counts them: `sidecars` where it runs sidecars beside the
+        containers, else every init container alone."""
+        if sidecars and self.with_sidecars is not None:
+            return self.with_sidecars
+        return self.requests, self.nz_cpu, self.nz_memory
 
     @property
     def cpu(self) -> int:
@@ -287,6 +298,7 @@ def read(spec: dict[str, Any]) -> Requests:
     summed: dict[str, int] = {}
     init_max: dict[str, int] = {}
     nz_sum, nz_init = [0, 0], [0, 0]
+    inits: list[tuple[bool, dict[str, int], list[int]]] = []  # (a sidecar?, what it asks, its nz) in order
     for kind in ("containers", "initContainers"):
         for i, raw in enumerate(sequence(spec.get(kind))):
             if not isinstance(raw, dict):
@@ -296,6 +308,7 @@ def read(spec: dict[str, Any]) -> Requests:
             requests, limits = _resources(raw)
             found.names_gpu_mem = found.names_gpu_mem or labels.GPU_MEM in requests or labels.GPU_MEM in limits
             nz = [DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST]  # replaced below by what the container asks
+            asks: dict[str, int] = {}
             for resource in {*requests, *limits}:
                 # the request counts (a limit stands in for a missing one); GPU resources are written as limits
                 first, second = (
@@ -337,6 +350,9 @@ def read(spec: dict[str, Any]) -> Requests:
                     summed[resource] = summed.get(resource, 0) + amount
                 else:
                     init_max[resource] = max(init_max.get(resource, 0), amount)
+                    asks[resource] = amount
+            if kind == "initContainers":
+                inits.append((raw.get("restartPolicy") == "Always", asks, list(nz)))
             for j in (0, 1):
                 if kind == "containers":
                     nz_sum[j] += nz[j]
@@ -352,18 +368,57 @@ def read(spec: dict[str, Any]) -> Requests:
     found.core = summed.get(labels.GPU_CORE, 0)
     requests = {r: max(summed.get(r, 0), init_max.get(r, 0)) for r in {*summed, *init_max}}
     nz = [max(nz_sum[j], nz_init[j]) for j in (0, 1)]
+    overhead: dict[str, int] = {}
     for resource, value in mapping(spec.get("overhead")).items():
         try:
-            amount = _quantity(str(resource))(value)
+            overhead[resource] = _quantity(str(resource))(value)
         except QuantityError as exc:
             found.problems.append(Problem(MALFORMED, f"spec.overhead.{resource}", value, f"a quantity ({exc})"))
-            continue
+    found.requests, found.nz_cpu, found.nz_memory = _with_overhead(requests, nz, overhead)
+    if any(sidecar for sidecar, _, _ in inits):
+        found.with_sidecars = _with_overhead(*_sidecars(summed, nz_sum, inits), overhead)
+    return found
+
+
+def _sidecars(
+    summed: dict[str, int], nz_sum: list[int], inits: list[tuple[bool, dict[str, int], list[int]]]
+) -> tuple[dict[str, int], list[int]]:
+    """PodRequests with sidecars: each adds to the containers' sum and to what every init container after it asks
+    (it is still running then); the pod asks the larger of that sum and the largest init-time total."""
+    total, nz_total = dict(summed), list(nz_sum)
+    running: dict[str, int] = {}
+    nz_running = [0, 0]
+    peak: dict[str, int] = {}
+    nz_peak = [0, 0]
+    for sidecar, asks, nz in inits:
+        if sidecar:
+            for resource, amount in asks.items():
+                total[resource] = total.get(resource, 0) + amount
+                running[resource] = running.get(resource, 0) + amount
+            nz_total = [nz_total[j] + nz[j] for j in (0, 1)]
+            nz_running = [nz_running[j] + nz[j] for j in (0, 1)]
+            now, nz_now = dict(running), list(nz_running)
+        else:
+            now = {r: asks.get(r, 0) + running.get(r, 0) for r in {*asks, *running}}
+            nz_now = [nz[j] + nz_running[j] for j in (0, 1)]
+        for resource, amount in now.items():
+            peak[resource] = max(peak.get(resource, 0), amount)
+        nz_peak = [max(nz_peak[j], nz_now[j]) for j in (0, 1)]
+    requests = {r: max(total.get(r, 0), peak.get(r, 0)) for r in {*total, *peak}}
+    return requests, [max(nz_total[j], nz_peak[j]) for j in (0, 1)]
+
+
+def _with_overhead(
+    requests: dict[str, int], nz: list[int], overhead: dict[str, int]
+) -> tuple[dict[str, int], int, int]:
+    """The pod's overhead (its RuntimeClass's) on top of what its containers ask, counted for scoring too."""
+    requests = dict(requests) if overhead else requests
+    nz = list(nz)
+    for resource, amount in overhead.items():
         requests[resource] = requests.get(resource, 0) + amount
         if resource in ("cpu", "memory"):
             nz[resource == "memory"] += amount
-    found.nz_cpu, found.nz_memory = nz
-    found.requests = requests
-    return found
+    return requests, nz[0], nz[1]
 
 
 # --- where it may run --------------------------------------------------------------------------------------------

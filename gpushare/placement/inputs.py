@@ -75,15 +75,15 @@ def to_pod(
         )
     indices = plugins.gpus.indices(view.annotations.get(labels.ANN_IDX))
     annotated = view.annotations.get(labels.ANN_POD_MEM)
-    requests = view.pod.requests
+    requests, nz_cpu, nz_memory = view.pod.as_scheduled(scheduler.counts_sidecars)
     return Pod(
         view.namespace,
         view.name,
         gpu_mem=_rescale(view.gpu_mem, unit_ratio),
         gpu_count=view.gpu_count if plugins.multi_gpu else 1,
         core=view.core,
-        cpu=view.pod.cpu,
-        memory=view.pod.memory,
+        cpu=requests.get("cpu", 0),
+        memory=requests.get("memory", 0),
         node_gpu_mem=_rescale(requests.get(labels.GPU_MEM, 0), unit_ratio),
         node_core=requests.get(labels.GPU_CORE, 0),
         other=tuple(sorted((r, n) for r, n in requests.items() if r not in _MODELLED and n)),
@@ -95,8 +95,8 @@ def to_pod(
         source=view.source.where,
         template=template,
         labels=tuple(sorted(own_labels.items())),
-        nz_cpu=view.pod.nz_cpu,
-        nz_memory=view.pod.nz_memory,
+        nz_cpu=nz_cpu,
+        nz_memory=nz_memory,
         images=tuple(
             podspec.normalized_image(i)
             for i in (view.pod.init_images + view.pod.images if scheduler.images_include_init else view.pod.images)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from gpushare import collector
 from gpushare.domain import kubescheduler, labels, profiles
-from gpushare.errors import InputError
+from gpushare.errors import InputError, listed
 from gpushare.kube.documents import Source, read_documents
 from gpushare.kube.nodes import NodeInfo
 from gpushare.placement import admission, reference
@@ -123,8 +123,7 @@ def _replay_gaps(inventory: Inventory, order: Mapping[str, str]) -> list[str]:
     ]
     unknown = [pod for pod in order if pod not in pods]
     if unknown:
-        listed = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-        gaps.append(f"--node-order: {len(unknown)} pods named are not among the pods to place: {listed}")
+        gaps.append(f"--node-order: {len(unknown)} pods named are not among the pods to place: {listed(unknown)}")
     return gaps
 
 
@@ -137,11 +136,10 @@ def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None
     subjects = (Subject("node", n.name, None, NodeInfo(n.name, n.labels, _NO_SOURCE)) for n in nodes)
     refused = [finding.subject for finding in evaluate(subjects, facts, (rule,))]
     if refused:
-        listed = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if len(refused) > 5 else "")
         raise InputError(
             "--gpu-memory-unit",
             semantics.gpu_memory_unit,
-            f"{profiles.UNIT_1GIB}: {rule.summary} ({listed}) [{rule.id}]",
+            f"{profiles.UNIT_1GIB}: {rule.summary} ({listed(refused)}) [{rule.id}]",
         )
 
 
@@ -151,10 +149,9 @@ def _model_limits(inventory: Inventory, plugins: Profile) -> list[str]:
     deviceless = [n.name for n in inventory.nodes if n.gpu_mem and not n.gpus]
     notes = []
     if deviceless:
-        listed = ", ".join(deviceless[:5]) + (f" and {len(deviceless) - 5} more" if len(deviceless) > 5 else "")
         notes.append(
-            f"{listed}: {labels.GPU_MEM} without {labels.GPU_COUNT}: the extender makes no device for such a node, so "
-            "no GPU pod lands there (the device plugin reports both; check it runs there)"
+            f"{listed(deviceless)}: {labels.GPU_MEM} without {labels.GPU_COUNT}: the extender makes no device for "
+            "such a node, so no GPU pod lands there (the device plugin reports both; check it runs there)"
         )
     if not plugins.scored:  # kube-scheduler's node choice is modelled only where its scores are
         return notes

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from gpushare.domain import cgpu, profiles, sources
 from gpushare.domain.versionstr import at_least, numbers, valid
+from gpushare.errors import listed
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
 
 
@@ -127,13 +128,12 @@ def _unit_switch(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     wanted = profiles.MIB_PER_UNIT[ctx.settings.gpu_memory_unit]
     other = [r for r in readings if r.mib != wanted]
     if other:
-        listed = ", ".join(pods[:20]) + (f" and {len(pods) - 20} more" if len(pods) > 20 else "")
         installed = "; ".join(f"{r.unit} ({r.where})" for r in other)
         yield (
             "gpuMemoryUnit",
             ctx.settings.gpu_memory_unit,
             f"the unit installed now, {installed}, while pods hold GPU memory "
-            f"(delete them first, then reinstall): {listed}",
+            f"(delete them first, then reinstall): {listed(pods, 20)}",
         )
 
 
