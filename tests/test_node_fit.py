@@ -212,7 +212,7 @@ def test_the_api_server_refuses_a_pod_past_its_namespaces_quota(engine: str) -> 
     scoped = quota({"requests.aliyun.com/gpu-mem": "1"}, scopes=["BestEffort"])
     unchecked = place([node("a")], new[:1], existing=[scoped], semantics=served("ack"), engine=engine)
     assert len(unchecked.placements) == 1
-    assert any("ResourceQuota ml/gpu: scopes not modelled" in w for w in unchecked.warnings)
+    assert any("ResourceQuota ml/gpu: not checked: scopes" in w for w in unchecked.warnings)
 
 
 @pytest.mark.parametrize(("minor", "fits"), [(28, True), (29, False), (36, False)])
@@ -230,3 +230,12 @@ def test_a_sidecar_adds_to_the_containers_and_to_later_init_containers_from_1_29
     assert bool(result.placements) is fits
     if not fits:
         assert result.pending[0].reasons == (("Insufficient cpu", 1),)
+
+
+def test_a_pod_naming_its_node_is_bound_whatever_scheduler_it_names_and_a_malformed_node_name_is_refused() -> None:
+    named = pod("named", [{"aliyun.com/gpu-mem": "2"}], nodeName="a", schedulerName="another-scheduler")
+    odd = pod("odd", [{"aliyun.com/gpu-mem": "2"}], nodeName=["a"])
+    result = place([node("a")], [named, odd], semantics=served("upstream"))
+    assert [a.name for a in result.placements] == ["named"] and not result.not_served
+    (invalid,) = result.invalid
+    assert invalid.name == "odd" and invalid.reason.startswith("spec.nodeName: ['a'] is not allowed; expected a node")

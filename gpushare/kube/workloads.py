@@ -215,6 +215,9 @@ def read_workload(src: Source) -> Workload | None:
             field_name = "spec.parallelism" if kind in ("Job", "CronJob") else "spec.replicas"
             view.problems.append(Problem(MALFORMED, field_name, replicas, "a whole number >= 0"))
             view.replicas = 0
+    node_name = spec.get("nodeName")
+    if node_name is not None and not isinstance(node_name, str):
+        view.problems.append(Problem(MALFORMED, "spec.nodeName", node_name, "a node name (a string)"))
     view.pod = podspec.read(spec)
     view.problems += view.pod.problems
     _check_gpu_request(view)

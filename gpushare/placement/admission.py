@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 
 from gpushare.domain import labels
 from gpushare.domain.quantity import QuantityError, milli, whole
+from gpushare.errors import shown
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
 from gpushare.placement.model import Pod
 
 KIND = "ResourceQuota"
+#: A quota with scopes counts only some pods (BestEffort, PriorityClass...): not modelled, so not checked at all.
+SCOPES = "scopes (the quota as a whole)"
 #: Quota names of a pod's requests (besides `requests.<name>`), and the pod count.
 _ALIASES = {"cpu": "requests.cpu", "memory": "requests.memory", "count/pods": "pods"}
 
@@ -68,7 +71,7 @@ def read_quotas(sources: Iterable[Source], ratio: tuple[int, int]) -> list[Quota
         meta, spec = mapping(src.obj.get("metadata")), mapping(src.obj.get("spec"))
         quota = Quota(str(meta.get("namespace") or "default"), str(meta.get("name", "")), {}, None)
         if spec.get("scopes") or spec.get("scopeSelector"):
-            quota.skipped.append("scopes")
+            quota.skipped.append(SCOPES)
         quota.hard = _amounts(mapping(spec.get("hard")), ratio, quota.skipped)
         used = mapping(mapping(src.obj.get("status")).get("used"))
         if used:
@@ -81,14 +84,15 @@ def _amounts(table: dict[str, object], ratio: tuple[int, int], skipped: list[str
     found = {}
     for name, value in table.items():
         resource = _resource(str(name))
+        if resource is None:
+            if skipped is not None:
+                skipped.append(f"{name} (not modelled)")
+            continue
         try:
-            if resource is not None:
-                found[resource] = _amount(resource, value, ratio)
-                continue
+            found[resource] = _amount(resource, value, ratio)
         except QuantityError:
-            pass
-        if skipped is not None:
-            skipped.append(str(name))
+            if skipped is not None:
+                skipped.append(f"{name} {shown(value)} (not a quantity)")
     return found
 
 
@@ -108,12 +112,8 @@ class Refusal:
 
 def admit(quotas: list[Quota], existing: Iterable[Pod], new: Iterable[Pod]) -> tuple[list[Refusal], list[str]]:
     """The new pods the API server refuses, in order, with its message; and notes on what was not checked."""
-    notes = [
-        f"ResourceQuota {q.namespace}/{q.name}: {', '.join(q.skipped)} not modelled, not checked"
-        for q in quotas
-        if q.skipped
-    ]
-    checked = [q for q in quotas if "scopes" not in q.skipped and q.hard]
+    notes = [f"ResourceQuota {q.namespace}/{q.name}: not checked: {', '.join(q.skipped)}" for q in quotas if q.skipped]
+    checked = [q for q in quotas if SCOPES not in q.skipped and q.hard]
     if not checked:
         return [], notes
     using: dict[tuple[str, str], dict[str, int]] = {}

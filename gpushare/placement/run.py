@@ -66,10 +66,13 @@ def run(
         inventory.quotas, inventory.existing, [p for p in inventory.new if not p.invalid]
     )
     never_created = {id(r.pod) for r in refused}
+    # a pod that names its node is bound at creation, whichever scheduler it names
     valid = [
         p
         for p in inventory.new
-        if not p.invalid and id(p) not in never_created and (p.scheduler_name == served or not p.wants_gpu)
+        if not p.invalid
+        and id(p) not in never_created
+        and (p.scheduler_name == served or not p.wants_gpu or p.node is not None)
     ]
     with collector.paused(), progress(len(valid), "pods", show_progress) as tick:
         result = runner(inventory.nodes, valid, plugins, dict(node_order or {}), explain, tick)
@@ -78,7 +81,11 @@ def run(
     result.not_served = [
         NotServed(p.namespace, p.name, p.scheduler_name, served, p.source)
         for p in inventory.new
-        if not p.invalid and id(p) not in never_created and p.wants_gpu and p.scheduler_name != served
+        if not p.invalid
+        and id(p) not in never_created
+        and p.wants_gpu
+        and p.scheduler_name != served
+        and p.node is None
     ]
     result.warnings = [
         *warnings,
