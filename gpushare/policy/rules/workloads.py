@@ -178,9 +178,12 @@ RULES: tuple[Rule, ...] = (
         "error",
         "workload",
         "GPU resources must be whole, non-negative numbers, requests equal to limits",
-        "Write aliyun.com/gpu-mem and gpu-core.percentage as integers in limits.",
+        "Write aliyun.com/gpu-mem and gpu-core.percentage as integers in limits; fix the field named as the API "
+        "server would take it.",
         "Kubernetes: extended resources (requests equal limits, whole numbers)",
         _found_on_reading(workloads.MALFORMED),
+        explanation="The pod spec as read: quantities, container entries, replicas, nodeName; a field the API server "
+        "would refuse is named with what it takes, and place leaves that pod out as invalid.",
     ),
     Rule(
         workloads.CORE_STEP,
