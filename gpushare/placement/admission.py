@@ -13,7 +13,7 @@ the run says so and does not check them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gpushare.domain import labels
@@ -110,49 +110,45 @@ class Refusal:
     message: str
 
 
-def admit(quotas: list[Quota], existing: Iterable[Pod], new: Iterable[Pod]) -> tuple[list[Refusal], list[str]]:
+def admit(quotas: list[Quota], existing: Sequence[Pod], new: Iterable[Pod]) -> tuple[list[Refusal], list[str]]:
     """The new pods the API server refuses, in order, with its message; and notes on what was not checked."""
     notes = [f"ResourceQuota {q.namespace}/{q.name}: not checked: {', '.join(q.skipped)}" for q in quotas if q.skipped]
-    checked = [q for q in quotas if SCOPES not in q.skipped and q.hard]
-    if not checked:
-        return [], notes
-    using: dict[tuple[str, str], dict[str, int]] = {}
-    for quota in checked:
-        if quota.used is not None:
-            using[(quota.namespace, quota.name)] = dict(quota.used)
-        else:  # what the quota controller would have counted: the namespace's running pods
-            total: dict[str, int] = {}
-            for pod in existing:
-                if pod.namespace == quota.namespace and not pod.invalid:
-                    for resource, amount in requests_of(pod).items():
-                        total[resource] = total.get(resource, 0) + amount
-            using[(quota.namespace, quota.name)] = total
+    # each quota checked, with its use: the controller's status, else what it would count (the namespace's pods)
+    checked = [
+        (q, dict(q.used) if q.used is not None else _use(q.namespace, existing))
+        for q in quotas
+        if SCOPES not in q.skipped and q.hard
+    ]
     refused = []
     for pod in new:
         asked = requests_of(pod)
-        mine = [q for q in checked if q.namespace == pod.namespace]
-        over = [(q, q.exceeded(asked, using[(q.namespace, q.name)])) for q in mine]
-        over = [(q, names) for q, names in over if names]
-        if over:
-            quota, names = over[0]
-            use = using[(quota.namespace, quota.name)]
+        mine = [(q, use) for q, use in checked if q.namespace == pod.namespace]
+        over = next(((q, use, names) for q, use in mine if (names := q.exceeded(asked, use))), None)
+        if over is not None:
+            quota, use, names = over
 
-            def listed(amounts: dict[str, int], names: list[str] = names) -> str:
-                return ",".join(f"{_quota_name(r)}={_shown(r, amounts.get(r, 0))}" for r in names)
+            def amounts(of: dict[str, int], names: list[str] = names) -> str:
+                return ",".join(f"{_quota_name(r)}={_shown(r, of.get(r, 0))}" for r in names)
 
-            refused.append(
-                Refusal(
-                    pod,
-                    f'pods "{pod.name}" is forbidden: exceeded quota: {quota.name}, requested: {listed(asked)}, '
-                    f"used: {listed(use)}, limited: {listed(quota.hard)}",
-                )
+            message = (
+                f'pods "{pod.name}" is forbidden: exceeded quota: {quota.name}, requested: {amounts(asked)}, '
+                f"used: {amounts(use)}, limited: {amounts(quota.hard)}"
             )
+            refused.append(Refusal(pod, message))
             continue
-        for quota in mine:
-            use = using[(quota.namespace, quota.name)]
+        for _, use in mine:
             for resource, amount in asked.items():
                 use[resource] = use.get(resource, 0) + amount
     return refused, notes
+
+
+def _use(namespace: str, existing: Sequence[Pod]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for pod in existing:
+        if pod.namespace == namespace and not pod.invalid:
+            for resource, amount in requests_of(pod).items():
+                total[resource] = total.get(resource, 0) + amount
+    return total
 
 
 def _quota_name(resource: str) -> str:
