@@ -133,7 +133,8 @@ def test_a_pod_copied_with_changes_keeps_every_other_field() -> None:
         nz_memory=12, images=("img:1",), preferred=((13, (Requirement("w", "In", ("x",)),)),), spread=spread,
         spread_own=True, hard_spread=spread[::-1] + spread, owner=("ReplicaSet", "u"), pod_affinity=None,
         ns_labels=(("team", "b"),), template=14, scheduler_name="other-scheduler",
-        host_ports=(HostPort("TCP", "", 8080),), priority=15, gpu_mem_annotated=16,
+        host_ports=(HostPort("TCP", "", 8080),), priority=15, gpu_mem_annotated=16, preempts=False,
+        started="2026-01-01T00:00:17Z",
     )  # fmt: skip
     assert {f.name for f in fields(Pod) if f.init} - {"pod_affinity"} == {
         f.name for f in fields(Pod) if f.init and getattr(pod, f.name) != getattr(Pod("", ""), f.name)

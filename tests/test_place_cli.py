@@ -142,7 +142,9 @@ def test_upstream_reason_is_the_extenders(fleet: Path, capsys: pytest.CaptureFix
     # node a has 30 - 6 - 14 = 10 units left in total but only 1 and 9 per GPU: the extender's reason;
     # node b has 5 left after r: kube-scheduler's own resource check
     assert report["pending"][0]["message"] == (
-        "0/2 nodes are available: 1 Insufficient GPU Memory in one device, 1 Insufficient aliyun.com/gpu-mem."
+        "0/2 nodes are available: 1 Insufficient GPU Memory in one device, 1 Insufficient aliyun.com/gpu-mem. "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found for "
+        "incoming pod."
     )
 
 

@@ -101,7 +101,10 @@ def test_taint_message_from_1_34() -> None:
     tainted["spec"] = {"taints": [{"key": "gpu", "value": "busy", "effect": "NoSchedule"}]}
     messages = {m: place([tainted], [pod("p")], semantics=upstream(m)).pending[0].message for m in (33, 34)}
     assert "untolerated taint {gpu: busy}" in messages[33]
-    assert messages[34] == "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+    assert messages[34] == (
+        "0/1 nodes are available: 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/1 "
+        "nodes are available: 1 Preemption is not helpful for scheduling."
+    )
 
 
 def test_image_locality_counts_init_containers_from_1_30() -> None:

@@ -270,6 +270,57 @@ class ScoringProfile:
         restartPolicy Always (sidecars), of the pod and of those bound; before, containers' ports only."""
         return self.minor >= 33
 
+    @property
+    def fit_unresolvable_beyond_allocatable(self) -> bool:
+        """1.34 on: NodeResourcesFit's status is UnschedulableAndUnresolvable when a request exceeds what the node
+        can allocate at all (fitsRequest's InsufficientResource.Unresolvable), so preemption skips the node."""
+        return self.minor >= 34
+
+    @property
+    def dra_post_filter(self) -> bool:
+        """1.34 on (DynamicResourceAllocation GA, on by default): DynamicResources' PostFilter runs before
+        DefaultPreemption and says "no new claims to deallocate" for a pod without claims."""
+        return self.minor >= 34
+
+    @property
+    def prefers_nominated_node(self) -> bool:
+        """1.22 on (PreferNominatedNode, beta and on): a pod nominated by preemption tries its node first, and takes
+        it without scoring if it fits (evaluateNominatedNode)."""
+        return self.minor >= 22
+
+    @property
+    def takes_victimless_candidates(self) -> bool:
+        """1.20-1.21: a node where the pod fits once every lower-priority pod is put back is a preemption candidate
+        with no victim (the pod is nominated there, nothing deleted); from 1.22 it is an error for that node."""
+        return self.minor <= 21
+
+    @property
+    def sorts_victims(self) -> bool:
+        """1.30 on: SelectVictimsOnNode sorts its victims by importance once found; before, budget violators come
+        first, so the victim preemption weighs as "highest priority" may not be."""
+        return self.minor >= 30
+
+    @property
+    def clears_nomination_without_candidates(self) -> bool:
+        """1.24 on: preemption that finds no candidate clears the pod's nominatedNodeName (a PostFilter result
+        with an empty node); before, only when no node was worth trying at all."""
+        return self.minor >= 24
+
+    @property
+    def extender_appends_reasons(self) -> bool:
+        """1.20-1.31: an extender's failure is appended to a node's status; 1.32 on it replaces it. A nominated pod
+        whose node passes the filters but not the extender is rejected there twice (the node first, then with
+        every node), and its message counts that node's reason twice."""
+        return self.minor <= 31
+
+    def fit_error(self, filters: str, post_filter: str, error: bool) -> str:
+        """FitError.Error(): the filters' message ("0/N nodes are available: ...") and PostFilter's status message.
+        Before 1.24 the pod's condition holds the filters' part only; 1.24 adds PostFilter's unless its code was an
+        error; 1.25-1.28 end it with one more full stop (SeparatorFormat " %v."); 1.29 on add it as it is."""
+        if not post_filter or self.minor < 24 or (error and self.minor == 24):
+            return filters
+        return f"{filters} {post_filter}." if self.minor <= 28 else f"{filters} {post_filter}"
+
     def weight(self, plugin: str) -> int:
         return dict(self.weights).get(plugin, 0)
 

@@ -17,12 +17,15 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gpushare.domain.kubescheduler import NODE_RESOURCES_FIT
 from gpushare.placement import requeue
 from gpushare.placement.capacity import CapacityIndex, Key
 from gpushare.placement.framework import Cycle, Rejection
 from gpushare.placement.model import Gpu, Node, Pod
-from gpushare.placement.plugins import noderesources
+from gpushare.placement.plugins import interpodaffinity, noderesources, podtopologyspread
 from gpushare.placement.plugins.gpushare import kind
+from gpushare.placement.preemption import Preemption
+from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 from gpushare.placement.scoreindex import ScoreIndex
@@ -44,6 +47,7 @@ class NodeClass:
 class FastEngine:
     def __init__(self, nodes: list[Node], profile: Profile, explain: bool = False, pods: Sequence[Pod] = ()) -> None:
         self.nodes = nodes
+        self.pods = pods
         #: kube-scheduler's scores, found per group of alike nodes (where the profile scores)
         self.scored = ScoreIndex(nodes, profile, pods) if profile.scored else None
         self.profile = profile
@@ -60,6 +64,10 @@ class FastEngine:
             1 for n in nodes for p in n.bound if p.pod_affinity is not None and p.pod_affinity.required_anti
         )
         self.pending_memo: dict[tuple[Any, ...], tuple[int, Pending]] = {}
+        #: The highest priority of a pod preemption nominated (None: none): pods of at most that priority see it
+        #: on its node, so the score index, which does not, cannot answer for them.
+        self.nominated_floor: int | None = None
+        self.unresolvable_memo: dict[tuple[Any, ...], tuple[int, int]] = {}
 
     def key(self, node: Node) -> Key:
         assert self.profile.node_order is not None  # the capacity indexes serve profiles without scores
@@ -156,7 +164,7 @@ class FastEngine:
         memo = self.pending_memo.get(memo_key) if cycle is None else None
         if memo is not None and memo[0] == self.version:
             reasons, by_node = memo[1].reasons, memo[1].by_node
-        elif not self.explain and cycle is None and self.scored is not None and self.scored.serves(pod):
+        elif not self.explain and cycle is None and self.scored is not None and self.serves(pod):
             reasons, by_node = tuple(sorted((cls.static + self.scored.reasons(pod, cls.members)).items())), ()
         else:
             why = Counter(cls.static)
@@ -194,6 +202,59 @@ class FastEngine:
             pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
         )
 
+    def serves(self, pod: Pod) -> bool:
+        """The score index answers for the pod: it holds what decides its fit, and no nomination counts for it."""
+        assert self.scored is not None
+        floor = self.nominated_floor
+        return self.scored.serves(pod) and (floor is None or floor < pod.priority)
+
+    def nominations_changed(self, highest: int | None) -> None:
+        self.nominated_floor = highest
+        self.version += 1
+
+    def unresolvable(self, pod: Pod, pending: Pending) -> int:
+        """Nodes that rejected the pending pod with UnschedulableAndUnresolvable (preemption's quiet case): those its
+        class leaves out (static filters), and among the others those whose reason says so, or (from 1.34) where Fit
+        rejects a request beyond what the node can allocate at all."""
+        cls = self.node_class(pod)
+        count = len(cls.static_by_node)
+        count += sum(n for reason, n in pending.reasons if reason in _UNRESOLVABLE_REASONS)
+        if self.profile.scheduler.fit_unresolvable_beyond_allocatable:
+            key = _memo_key(pod)
+            memo = self.unresolvable_memo.get(key)
+            if memo is None or memo[0] != self.version:
+                beyond = 0
+                for node in cls.members:
+                    rejected = self.profile.dynamic_rejection(node, pod)
+                    beyond += rejected is not None and rejected.plugin == NODE_RESOURCES_FIT and rejected.unresolvable
+                memo = self.unresolvable_memo[key] = (self.version, beyond)
+            count += memo[1]
+        return count
+
+    def evict(self, node: Node, pod: Pod) -> None:
+        """Preemption deletes a bound pod: the node gives back what it held, and the indexes are made again (rare
+        enough that rebuilding costs less than undoing)."""
+        node.remove_pod(pod)
+        if pod.pod_affinity is not None and pod.pod_affinity.required_anti:
+            self.anti_affinity_bound -= 1
+        self.version += 1
+        self.scored = ScoreIndex(self.nodes, self.profile, self.pods) if self.profile.scored else None
+        for cls in self.classes.values():
+            cls.indexes.clear()
+        self.entries = {n.id: [] for n in self.nodes}
+        self.indexed.clear()
+        self.dirty.clear()
+
+    def nominated(self, pod: Pod, name: str) -> Assignment | None:
+        """evaluateNominatedNode: the pod nominated by preemption takes its node, unscored, if every filter and the
+        extender pass there now."""
+        for node in self.nodes:
+            if node.name == name:
+                if self.profile.rejection(node, pod, self.profile.prefilter(pod, self.nodes)) is None:
+                    return self.bind(node, pod, best=False)
+                return None
+        return None
+
     def preset(self, pod: Pod) -> Assignment | Pending:
         """A pod created with spec.nodeName: bound at creation, past every filter (kube-scheduler never queues it);
         pending where no such node is."""
@@ -217,6 +278,10 @@ class FastEngine:
         return Pending(pod.namespace, pod.name, 0, (), pod.per_gpu)
 
 
+#: Filter reasons whose status is UnschedulableAndUnresolvable (one per node that gives them).
+_UNRESOLVABLE_REASONS = frozenset({interpodaffinity.AFFINITY_RULES, podtopologyspread.SPREAD_MISSING_LABEL})
+
+
 def _memo_key(pod: Pod) -> tuple[Any, ...]:
     """What decides where a pod fits and why not, once its class is known: pods alike here share the answers."""
     return (pod.static_signature, pod.shape, pod.host_ports)
@@ -229,6 +294,7 @@ def place(
     node_order: dict[str, str] | None = None,
     explain: bool = False,
     tick: Callable[[], None] = lambda: None,
+    budgets: Sequence[DisruptionBudget] = (),
 ) -> PlacementResult:
     engine = FastEngine(nodes, profile, explain, pods)
     result = PlacementResult(profile.semantics, nodes=nodes)
@@ -241,7 +307,7 @@ def place(
             return engine.fixed(pod, order[pod.key])
         cls = engine.node_class(pod)
         cycle = engine.cycle(pod)
-        if engine.scored is not None and cycle is None and engine.scored.serves(pod):
+        if engine.scored is not None and cycle is None and engine.serves(pod):
             found = engine.scored.choose(pod, cls.members)
             if found is None:
                 return engine.pending(pod, cls)
@@ -255,5 +321,15 @@ def place(
         node = engine.best(pod, cls)
         return engine.pending(pod, cls) if node is None else engine.bind(node, pod)
 
-    requeue.drive(pods, attempt, profile, result, tick, lambda pod: pod.key in order or pod.node is not None)
+    preemption = Preemption(profile, nodes, budgets, result, engine, attempt, explain)
+    requeue.drive(
+        pods,
+        attempt,
+        profile,
+        result,
+        tick,
+        lambda pod: pod.key in order or pod.node is not None,
+        preemption.after,
+        preemption.placed,
+    )
     return result

@@ -24,6 +24,8 @@ class Rejection:
 
     plugin: str
     reasons: tuple[str, ...]
+    #: UnschedulableAndUnresolvable: preemption cannot help on this node (nodesWherePreemptionMightHelp skips it).
+    unresolvable: bool = False
 
     @property
     def text(self) -> str:
@@ -62,6 +64,13 @@ class Plugin:
         """Each feasible node's score, normalised to 0..100; None when the plugin skips the pod."""
         return None
 
+    def unresolvable(self, reasons: Sequence[str], node: Node, pod: Pod) -> bool:
+        """The filter's status code is UnschedulableAndUnresolvable: removing pods from the node cannot make the pod
+        fit, so preemption does not try it. A filter that reads only the node's labels, taints and spec is such a
+        one (NodeUnschedulable, TaintToleration, NodeAffinity); one that reads what is in use is not, unless it says
+        otherwise."""
+        return self.static
+
 
 def default_normalize(scores: list[int], reverse: bool) -> list[int]:
     """helper.DefaultNormalizeScore: scale to 0..100 by the highest score (reversed: 100 minus that)."""
@@ -77,7 +86,7 @@ def first_rejection(filters: Sequence[Plugin], node: Node, pod: Pod, cycle: Cycl
     for plugin in filters:
         reasons = plugin.filter(node, pod, cycle)
         if reasons:
-            return Rejection(plugin.name, tuple(reasons))
+            return Rejection(plugin.name, tuple(reasons), plugin.unresolvable(reasons, node, pod))
     return None
 
 

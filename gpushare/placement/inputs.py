@@ -26,6 +26,7 @@ from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo, read_node
 from gpushare.kube.podspec import Requirement, SelectorError, Taint, Toleration
 from gpushare.kube.workloads import Workload, read_workload
+from gpushare.placement import priorities
 from gpushare.placement.admission import Quota, read_quotas
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
 from gpushare.placement.plugins import nodepreferavoidpods, nodeunschedulable
@@ -51,6 +52,7 @@ def to_pod(
     controller: tuple[str, str, str, str] | None = None,
     namespaces: dict[str, dict[str, str]] | None = None,
     template: int = 0,
+    classes: Mapping[str, priorities.PriorityClass] | None = None,
 ) -> Pod:
     """The model of one pod; a problem the profile refuses makes it invalid, with its reason.
 
@@ -76,6 +78,7 @@ def to_pod(
     indices = plugins.gpus.indices(view.annotations.get(labels.ANN_IDX))
     annotated = view.annotations.get(labels.ANN_POD_MEM)
     requests, nz_cpu, nz_memory = view.pod.as_scheduled(scheduler.counts_sidecars)
+    priority = priorities.admitted(spec, classes or priorities.SYSTEM, running=owners is None)
     return Pod(
         view.namespace,
         view.name,
@@ -110,8 +113,10 @@ def to_pod(
         scheduler_name=str(spec.get("schedulerName") or profiles.DEFAULT_SCHEDULER_NAME),
         owner=(controller[1], controller[3]) if controller and controller[1] in nodepreferavoidpods.KINDS else None,
         host_ports=read.host_ports,
-        priority=read.priority or 0,
+        priority=priority.value,
         gpu_mem_annotated=None if annotated is None else _rescale(max(0, go_atoi(annotated) or 0), unit_ratio),
+        preempts=priority.preempts,
+        started=str(mapping(view.source.obj.get("status")).get("startTime") or ""),
     )
 
 
@@ -210,6 +215,8 @@ class Inventory:
     new: list[Pod]
     ignored: int = 0  # documents of other kinds
     quotas: list[Quota] = field(default_factory=list)  # ResourceQuota objects, which admit the new pods
+    budgets: list[priorities.DisruptionBudget] = field(default_factory=list)  # what preemption weighs
+    notes: list[str] = field(default_factory=list)  # what the inputs leave the run to assume
 
 
 def _unhealthy(sources: Iterable[Source]) -> dict[str, set[int]]:
@@ -262,12 +269,15 @@ def build(
         if s.kind == "Namespace"
     }
     quotas = read_quotas(existing_docs + workload_docs, ratio)
+    classes = priorities.read_classes(everything)
+    budgets = priorities.read_budgets(existing_docs + workload_docs)
     del everything
     existing: list[Pod] = []
     for src in existing_docs:
         view = read_workload(src) if src.kind == "Pod" else None
         if view is not None and mapping(src.obj.get("status")).get("phase") not in ("Succeeded", "Failed"):
-            existing.append(to_pod(view, plugins, ratio, namespaces=namespaces))
+            existing.append(to_pod(view, plugins, ratio, namespaces=namespaces, classes=classes))
+    unknown: Counter[str] = Counter()
     new: list[Pod] = []
     ignored = 0
     for template, src in enumerate(_taken(workload_docs, consume), start=1):
@@ -281,8 +291,16 @@ def build(
             raise InputError(
                 f"{view.kind} {view.key} {field}", view.replicas, f"at most {MAX_PODS:,} pods in one run", src.where
             )
-        new.extend(_pods(view, nodes, plugins, ratio, owners, namespaces, template))
-    return Inventory(nodes, existing, new, ignored, quotas)
+        note = priorities.admitted(view.spec, classes, running=False).note
+        if note:
+            unknown[note] += 1
+        new.extend(_pods(view, nodes, plugins, ratio, owners, namespaces, template, classes))
+    notes = [
+        f"{note} (named by {count} workloads): their pods are taken to have priority 0; give the PriorityClass "
+        "(--existing) for the scheduling order and preemption to be modelled"
+        for note, count in sorted(unknown.items())
+    ]
+    return Inventory(nodes, existing, new, ignored, quotas, budgets, notes)
 
 
 def _taken(docs: list[Source], consume: bool) -> Iterator[Source]:
@@ -300,7 +318,15 @@ MAX_PODS = 5_000_000
 
 
 #: Kinds among the workloads that describe the cluster rather than pods to place (read, not counted as ignored).
-_CLUSTER_STATE = ("Node", "ConfigMap", "Service", "Namespace", "ResourceQuota")
+_CLUSTER_STATE = (
+    "Node",
+    "ConfigMap",
+    "Service",
+    "Namespace",
+    "ResourceQuota",
+    priorities.PRIORITY_CLASS,
+    priorities.DISRUPTION_BUDGET,
+)
 
 
 def _pods(
@@ -311,11 +337,12 @@ def _pods(
     owners: Owners,
     namespaces: dict[str, dict[str, str]],
     template: int = 0,
+    classes: Mapping[str, priorities.PriorityClass] | None = None,
 ) -> Iterator[Pod]:
     """The pods a Pod or controller stands for, in order, labelled and owned as their controller would make them."""
     template_labels = {str(k): str(v) for k, v in view.labels.items()}
     if view.kind == "Pod":
-        yield to_pod(view, plugins, ratio, owners, namespaces=namespaces, template=template)
+        yield to_pod(view, plugins, ratio, owners, namespaces=namespaces, template=template, classes=classes)
         return
     pod_labels, controller = dict(template_labels), None
     if view.kind == "Deployment":
@@ -336,7 +363,7 @@ def _pods(
             owners.controllers[key] = selector.add(podspec.from_set({TEMPLATE_HASH: template_hash}).requirements)
     elif view.kind in ("ReplicaSet", "StatefulSet"):
         controller = ("apps/v1", view.kind, view.name, "")
-    pod = to_pod(view, plugins, ratio, owners, pod_labels, controller, namespaces, template)
+    pod = to_pod(view, plugins, ratio, owners, pod_labels, controller, namespaces, template, classes)
     if view.kind == "DaemonSet" and not pod.invalid:
         yield from _daemon_pods(pod, nodes, plugins)
     elif view.replicas is None or pod.invalid:  # a controller that is invalid as a whole

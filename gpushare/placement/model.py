@@ -97,6 +97,11 @@ class Node:
     #: The largest GPU memory request one device takes now, as the open-source extender and kube-scheduler see it:
     #: the most free on a healthy device, at most what the node has left at node level; kept by `add_pod`.
     room: int = 0
+    #: The devices each bound pod holds (by id of the pod), so preemption can give them back (`remove_pod`).
+    devices: dict[int, list[Gpu]] = field(default_factory=dict)
+    #: Pending pods preemption nominated to this node (status.nominatedNodeName): the filters count those of at
+    #: least a pod's priority as if they ran here (RunFilterPluginsWithNominatedPods).
+    nominated: list[Pod] = field(default_factory=list)
 
     @property
     def gpu_total(self) -> int:
@@ -134,6 +139,32 @@ class Node:
             gpu.used += pod.per_gpu
             gpu.core_used += pod.core
             gpu.pods += 1
+        if gpus:
+            self.devices[id(pod)] = gpus
+        self.refresh_room()
+
+    def remove_pod(self, pod: Pod) -> None:
+        """A bound pod deleted (preempted): `add_pod` undone (NodeInfo.RemovePod), its devices given back."""
+        del self.bound[next(i for i, p in enumerate(self.bound) if p is pod)]
+        self.cpu_used -= pod.cpu
+        self.memory_used -= pod.memory
+        self.cpu_nz_used -= pod.nz_cpu
+        self.memory_nz_used -= pod.nz_memory
+        for port in pod.host_ports:
+            self.ports.remove(port)
+        self.pods_used -= 1
+        self.gpu_mem_used -= pod.node_gpu_mem
+        for name, amount in pod.other:
+            self.other_used[name] -= amount
+        if pod.wants_gpu:
+            if pod.core:
+                self.compute_pods -= 1
+            else:
+                self.mem_only_pods -= 1
+        for gpu in self.devices.pop(id(pod), []):
+            gpu.used -= pod.per_gpu
+            gpu.core_used -= pod.core
+            gpu.pods -= 1
         self.refresh_room()
 
     def refresh_room(self) -> None:
@@ -196,6 +227,11 @@ class Pod:
     #: A bound pod's ALIYUN_COM_GPU_MEM_POD annotation, in the model's unit (None: not annotated): what the
     #: open-source extender charges its device, whatever the pod's limits say.
     gpu_mem_annotated: int | None
+    #: spec.preemptionPolicy is not Never: the pod may preempt lower-priority pods (DefaultPreemption).
+    preempts: bool
+    #: status.startTime of a running pod, RFC 3339 ("" when unknown: kube-scheduler then takes the time of asking,
+    #: later than any known start); among victims of one priority the earliest started is the most important.
+    started: str
 
     #: label_map and ns_label_map, made on first use
     _maps: dict[str, dict[str, str]] = field(init=False, repr=False, compare=False)
@@ -235,6 +271,8 @@ class Pod:
         host_ports: tuple[HostPort, ...] = (),
         priority: int = 0,
         gpu_mem_annotated: int | None = None,
+        preempts: bool = True,
+        started: str = "",
     ) -> None:
         self.namespace = namespace
         self.name = name
@@ -269,6 +307,8 @@ class Pod:
         self.host_ports = host_ports
         self.priority = priority
         self.gpu_mem_annotated = gpu_mem_annotated
+        self.preempts = preempts
+        self.started = started
         self._maps = {}
 
     @property

@@ -20,6 +20,7 @@ from gpushare.placement import framework
 from gpushare.placement.framework import Cycle, Plugin, Rejection
 from gpushare.placement.model import Gpu, Node, Pod, Semantics
 from gpushare.placement.plugins.ackgpu import AckGpuShare, GpuNodeMode
+from gpushare.placement.plugins.defaultpreemption import DefaultPreemption
 from gpushare.placement.plugins.gpushare import GpuShare
 from gpushare.placement.plugins.imagelocality import ImageLocality
 from gpushare.placement.plugins.interpodaffinity import InterPodAffinity
@@ -72,6 +73,8 @@ class Profile:
     places_unannotated: bool
     #: The scheduling queue retries a pending pod a bind may have made schedulable at once (kube-scheduler 1.33+).
     retries_at_once: bool
+    #: PostFilter: kube-scheduler's DefaultPreemption (upstream); None where preemption is not modelled (ack).
+    post_filter: DefaultPreemption | None = None
 
     @property
     def scheduler(self) -> ScoringProfile:
@@ -89,11 +92,43 @@ class Profile:
     def dynamic_rejection(self, node: Node, pod: Pod, cycle: Cycle | None = None) -> Rejection | None:
         """The filters that depend on what is already in use; `cycle` holds the pod's counts of other pods (None: no
         rule between pods applies to it)."""
+        if node.nominated:
+            rejected = self._with_nominated(node, pod, cycle)
+            if rejected is not None:
+                return rejected
         return framework.first_rejection(self.dynamic_filters, node, pod, cycle)
+
+    @property
+    def framework_filters(self) -> tuple[Plugin, ...]:
+        """The scheduler's own filters that read what is in use: the dynamic ones but the extender's."""
+        return tuple(p for p in self.dynamic_filters if p is not self.gpus)
+
+    def _with_nominated(self, node: Node, pod: Pod, cycle: Cycle | None) -> Rejection | None:
+        """RunFilterPluginsWithNominatedPods' first pass: the pods nominated to the node with at least this pod's
+        priority are added, and the framework's filters run (the extender does not know nominations). The pod's
+        counts of other pods do not take them in (a simplification: they matter for rules between pods only)."""
+        extra = [p for p in node.nominated if p.priority >= pod.priority and p.key != pod.key]
+        if not extra:
+            return None
+        for added in extra:
+            node.add_pod(added, [])
+        try:
+            return framework.first_rejection(self.framework_filters, node, pod, cycle)
+        finally:
+            for added in extra:
+                node.remove_pod(added)
 
     def rejection(self, node: Node, pod: Pod, cycle: Cycle | None = None) -> Rejection | None:
         """Why `pod` does not fit `node` now (None: it fits): the first failing filter plugin."""
         return self.static_rejection(node, pod) or self.dynamic_rejection(node, pod, cycle)
+
+    def framework_rejection(self, node: Node, pod: Pod, cycle: Cycle | None = None) -> Rejection | None:
+        """The scheduler's own filter plugins, without the extender's: what preemption checks a node against once
+        the victims are gone (the rendered configuration gives the extender no preemptVerb)."""
+        rejected = self.static_rejection(node, pod)
+        if rejected is None and node.nominated:
+            rejected = self._with_nominated(node, pod, cycle)
+        return rejected or framework.first_rejection(self.framework_filters, node, pod, cycle)
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         """Whether a rule between pods can reject a node for this pod (else no PreFilter need count)."""
@@ -169,4 +204,5 @@ def profile(semantics: Semantics) -> Profile:
         compute=not upstream,
         places_unannotated=not upstream,
         retries_at_once=upstream and scheduler.retries_at_once,
+        post_filter=DefaultPreemption(scheduler) if upstream else None,
     )

@@ -6,10 +6,12 @@ The fast engine must agree with it exactly (tests/test_placement_properties.py).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from gpushare.placement import requeue
 from gpushare.placement.model import Node, Pod
+from gpushare.placement.preemption import Preemption
+from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 
@@ -21,6 +23,7 @@ def place(
     node_order: dict[str, str] | None = None,
     explain: bool = False,
     tick: Callable[[], None] = lambda: None,
+    budgets: Sequence[DisruptionBudget] = (),
 ) -> PlacementResult:
     result = PlacementResult(profile.semantics, nodes=nodes)
     order = node_order or {}
@@ -51,11 +54,50 @@ def place(
             explained = tuple(by_node) if explain else ()
             return Pending(pod.namespace, pod.name, len(candidates), tuple(sorted(why.items())), pod.per_gpu, explained)
         best, tied = (fitting[0], 1) if fixed is not None else profile.choose(pod, fitting, nodes)
-        gpus = profile.gpus.choose_gpus(best, pod)
-        best.add_pod(pod, gpus)
-        return Assignment(
-            pod.namespace, pod.name, best.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
-        )
+        return bind(profile, best, pod, tied)
 
-    requeue.drive(pods, attempt, profile, result, tick, lambda pod: pod.key in order or pod.node is not None)
+    preemption = Preemption(profile, nodes, budgets, result, Plain(nodes, profile), attempt, explain)
+    requeue.drive(
+        pods,
+        attempt,
+        profile,
+        result,
+        tick,
+        lambda pod: pod.key in order or pod.node is not None,
+        preemption.after,
+        preemption.placed,
+    )
     return result
+
+
+class Plain:
+    """The reference engine as preemption sees it: every answer by asking every node."""
+
+    def __init__(self, nodes: list[Node], profile: Profile) -> None:
+        self.nodes = nodes
+        self.profile = profile
+
+    def unresolvable(self, pod: Pod, pending: Pending) -> int:
+        cycle = self.profile.prefilter(pod, self.nodes)
+        rejections = (self.profile.rejection(n, pod, cycle) for n in self.nodes)
+        return sum(1 for r in rejections if r is not None and r.unresolvable)
+
+    def evict(self, node: Node, pod: Pod) -> None:
+        node.remove_pod(pod)
+
+    def nominations_changed(self, highest: int | None) -> None:
+        """Every filter runs on every node here: nothing to do."""
+
+    def nominated(self, pod: Pod, name: str) -> Assignment | None:
+        cycle = self.profile.prefilter(pod, self.nodes)
+        for node in self.nodes:
+            if node.name == name and self.profile.rejection(node, pod, cycle) is None:
+                return bind(self.profile, node, pod)
+        return None
+
+
+def bind(profile: Profile, node: Node, pod: Pod, tied: int = 1) -> Assignment:
+    """Charge the pod to the node, on the GPUs the device choice gives it."""
+    gpus = profile.gpus.choose_gpus(node, pod)
+    node.add_pod(pod, gpus)
+    return Assignment(pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied)

@@ -45,14 +45,27 @@ def drive(
     result: PlacementResult,
     tick: Callable[[], None],
     fixed: Callable[[Pod], bool] = lambda _: False,
+    post_filter: Callable[[Pod, Pending], Assignment | Pending] | None = None,
+    placed: Callable[[Pod], None] = lambda _: None,
 ) -> None:
     """Each pod in order, then, where the minor retries at once, the waiting pods each bind may have freed (in the
-    order they arrived; a retried pod's own bind is an event too). Pods whose node is `fixed` are never retried."""
+    order they arrived; a retried pod's own bind is an event too). Pods whose node is `fixed` are never retried nor
+    preempt. A pod that fits nowhere goes through `post_filter` (preemption), which may bind it after all; `placed`
+    hears of every bind."""
     retries = profile.retries_at_once
+
+    def cycle(pod: Pod) -> Assignment | Pending:
+        outcome = attempt(pod)
+        if isinstance(outcome, Pending) and post_filter is not None and not fixed(pod):
+            outcome = post_filter(pod, outcome)
+        if isinstance(outcome, Assignment):
+            placed(pod)
+        return outcome
+
     waiting: list[tuple[Pod, Pending]] = []
     for pod in pods:
         tick()
-        outcome = attempt(pod)
+        outcome = cycle(pod)
         if isinstance(outcome, Pending):
             result.pending.append(outcome)
             if retries and not fixed(pod) and _liftable(outcome):
@@ -60,7 +73,7 @@ def drive(
             continue
         result.placements.append(outcome)
         if retries and waiting:
-            _retry(pod, waiting, attempt, result)
+            _retry(pod, waiting, cycle, result)
 
 
 def _retry(bound: Pod, waiting: list[tuple[Pod, Pending]], attempt: Attempt, result: PlacementResult) -> None:

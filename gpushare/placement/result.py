@@ -36,14 +36,36 @@ class Pending(PodRef):
     per_gpu: int = 0  # memory units it asks on each GPU (what fragmentation is measured against)
     #: With explain: each node and the filter plugin that rejected the pod there.
     by_node: tuple[tuple[str, Rejection], ...] = ()
+    #: What PostFilter (preemption) adds to the message, in the words of the modelled minor ("" where nothing).
+    post_filter: str = ""
+    #: The node preemption nominated it to (status.nominatedNodeName), "" if none.
+    nominated: str = ""
+    #: With explain: each node's preemption answer (its victims, or why none).
+    preemption: tuple[tuple[str, str], ...] = ()
 
     @property
-    def message(self) -> str:
-        """kube-scheduler's FitError text: `0/N nodes are available: ...`."""
+    def filters_message(self) -> str:
+        """The filters' part of kube-scheduler's FitError text: `0/N nodes are available: ...`."""
         if not self.reasons:
             return f"0/{self.nodes} nodes are available."
         parts = sorted(f"{count} {reason}" for reason, count in self.reasons)
         return f"0/{self.nodes} nodes are available: {', '.join(parts)}."
+
+    @property
+    def message(self) -> str:
+        """kube-scheduler's FitError text, as the pod's PodScheduled condition holds it."""
+        return self.filters_message + self.post_filter
+
+
+@dataclass(frozen=True)
+class Preempted(PodRef):
+    """A pod deleted by preemption (DefaultPreemption) to make room for `by`."""
+
+    node: str
+    by: str
+    priority: int
+    #: Nodes whose victims preemption could not tell apart (1: none); kube-scheduler picks among them at random.
+    tied_with: int = 1
 
 
 @dataclass(frozen=True)
@@ -76,4 +98,5 @@ class PlacementResult:
     invalid: list[Invalid] = field(default_factory=list)
     not_served: list[NotServed] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)  # final state, input order
+    preempted: list[Preempted] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

@@ -75,7 +75,7 @@ def run(
         and (p.scheduler_name == served or not p.wants_gpu or p.node is not None)
     ]
     with collector.paused(), progress(len(valid), "pods", show_progress) as tick:
-        result = runner(inventory.nodes, valid, plugins, dict(node_order or {}), explain, tick)
+        result = runner(inventory.nodes, valid, plugins, dict(node_order or {}), explain, tick, inventory.budgets)
     result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in inventory.new if p.invalid]
     result.invalid += [Invalid(r.pod.namespace, r.pod.name, r.message, r.pod.source) for r in refused]
     result.not_served = [
@@ -89,6 +89,8 @@ def run(
     ]
     result.warnings = [
         *warnings,
+        *result.warnings,
+        *inventory.notes,
         *quota_notes,
         *_preset(inventory, plugins),
         *_replay_gaps(inventory, node_order or {}),

@@ -84,6 +84,11 @@ class InterPodAffinity(Plugin):
                         state.anti[pair] += 1
         return state
 
+    def unresolvable(self, reasons: Sequence[str], node: Node, pod: Pod) -> bool:
+        """The pod's required affinity unmet is UnschedulableAndUnresolvable (no deletion can bring a matching pod);
+        anti-affinity, the pod's or the bound pods', is not."""
+        return AFFINITY_RULES in reasons
+
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         """Required affinity met in the node's domains, no anti-affinity either way."""
         if cycle is None:

@@ -112,6 +112,19 @@ class Fit(Plugin):
             reasons.append(f"Insufficient {labels.GPU_CORE}")
         return reasons
 
+    def unresolvable(self, reasons: Sequence[str], node: Node, pod: Pod) -> bool:
+        """From 1.34 a request beyond what the node can allocate at all is UnschedulableAndUnresolvable (fitsRequest's
+        InsufficientResource.Unresolvable); "Too many pods" never is."""
+        if not self.scheduler.fit_unresolvable_beyond_allocatable:
+            return False
+        return (
+            pod.cpu > node.cpu
+            or pod.memory > node.memory
+            or pod.node_gpu_mem > node.gpu_mem
+            or pod.node_core > sum(g.core_total for g in node.gpus)
+            or any(amount > node.other.get(name, 0) for name, amount in pod.other)
+        )
+
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [least_allocated(n, pod.nz_cpu, pod.nz_memory, self.scheduler) for n in feasible]
 

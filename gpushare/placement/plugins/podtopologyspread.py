@@ -281,6 +281,10 @@ class PodTopologySpread(Plugin):
                 state.min_match = 0
         return state
 
+    def unresolvable(self, reasons: Sequence[str], node: Node, pod: Pod) -> bool:
+        """A node without a hard constraint's topology key is UnschedulableAndUnresolvable; a skew is not."""
+        return SPREAD_MISSING_LABEL in reasons
+
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         """Placing the pod here must keep each hard constraint's skew within maxSkew."""
         if cycle is None:
