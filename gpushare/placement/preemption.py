@@ -26,6 +26,9 @@ from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult, Preempted
 
+PANIC_WORKAROUND = (
+    "Upgrade kube-scheduler, or give the pod preemptionPolicy: Never (a PriorityClass with it) until the GPU is free."
+)
 #: One scheduling attempt on the current state (the engine's).
 Attempt = Callable[[Pod], Assignment | Pending]
 
@@ -112,6 +115,15 @@ class Preemption:
             else:
                 answer = plugin.post_filter(pod, self.nodes, self._statuses(pod), self._fits, self.budgets)
             chosen = answer.chosen
+            if answer.panics:
+                self.result.warnings.append(
+                    f"pod {pod.key}: kube-scheduler 1.{self.profile.scheduler.minor} panics preempting for it (index "
+                    "out of range in pickOneNodeForPreemption: a node where it fits without deleting anything ties "
+                    "with another candidate) and exits; restarted, it panics again on this pod, so no later pod is "
+                    f"scheduled until {pod.key} is deleted. {PANIC_WORKAROUND}"
+                )
+                outcome = self._pending(outcome, answer, nominated)
+                break
             if chosen is None or not chosen.victims:
                 if chosen is not None:  # 1.20-1.21: a node that needs no victim is nominated as it is
                     nominated = chosen.node.name

@@ -18,6 +18,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,14 +224,14 @@ def judge(case: Scenario, real: RealRun, semantics: Semantics) -> tuple[list[str
     return failures, ties
 
 
-@pytest.fixture
-def scheduler(cluster: ControlPlane, tmp_path: Path) -> Any:
+@contextlib.contextmanager
+def running_scheduler(cluster: ControlPlane, workdir: Path) -> Iterator[tuple[Any, Any, Path, StandIn]]:
     """The real kube-scheduler on the rendered configuration, the stand-in extender behind it;
     (core, apps, log, stand-in)."""
     port = free_port()
     standin = StandIn(cluster.kubeconfig)
     server = standin.serve(port)
-    process, sport = cluster.start_scheduler(rendered_scheduler(cluster, tmp_path, port), name="gpushare-scheduler")
+    process, sport = cluster.start_scheduler(rendered_scheduler(cluster, workdir, port), name="gpushare-scheduler")
     # on a loaded machine start-up can take long; the probe below then waits for synced caches
     cluster.wait_http(process, f"https://127.0.0.1:{sport}/healthz", cert=False, timeout=180)
     core = api(cluster.kubeconfig)
@@ -249,6 +250,12 @@ def scheduler(cluster: ControlPlane, tmp_path: Path) -> Any:
         process.stop()
     if standin.errors:
         pytest.fail(f"stand-in errors: {standin.errors[:5]}")
+
+
+@pytest.fixture
+def scheduler(cluster: ControlPlane, tmp_path: Path) -> Iterator[tuple[Any, Any, Path, StandIn]]:
+    with running_scheduler(cluster, tmp_path) as running:
+        yield running
 
 
 def test_place_agrees_with_the_real_scheduler(cluster: ControlPlane, scheduler: Any) -> None:

@@ -24,7 +24,7 @@ from kube import dynamic
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from preemption import Case, classes, scenario
-from test_differential import create, delete, scheduler  # noqa: F401 - the fixture, shared
+from test_differential import create, delete, running_scheduler
 
 from gpushare.domain.kubescheduler import scoring_profile
 from gpushare.placement import Semantics, place
@@ -70,7 +70,7 @@ def _settled(core: Any, name: str, log: Any, limit: float = 60) -> Seen:
         elif seen.message and time.monotonic() - since >= QUIET:
             return seen
         time.sleep(0.1)
-    pytest.fail(f"pod {name} never settled:\n{tail(log)}")
+    pytest.fail(f"pod {name} never settled:\n{_panic(log) or tail(log)}")
 
 
 def _budgets(cluster: ControlPlane, tmp: Path) -> Any:
@@ -80,26 +80,34 @@ def _budgets(cluster: ControlPlane, tmp: Path) -> Any:
 
 
 def run_real(
-    core: Any, apps: Any, case: Case, log: Any, standin: Any, budgets: Any
+    core: Any, apps: Any, case: Case, log: Path, standin: Any, budgets: Any, panics_at: str = ""
 ) -> tuple[dict[str, Seen], set[str]]:
-    """Each new pod's settled state, and the running pods deleted meanwhile."""
+    """Each new pod's settled state, and the running pods deleted meanwhile; at the pod `panics_at` the scheduler
+    is expected to die of a panic, and the run stops there."""
     create(core, apps, case, standin, log)
     seen: dict[str, Seen] = {}
     try:
         for budget in case.budgets:
             body = {k: v for k, v in budget.items() if k != "status"} | {"apiVersion": budgets.group_version}
             budgets.create(body=body, namespace="default")
-            status = {"status": budget["status"]}
             budgets.status.patch(
-                body=status,
+                body={"status": budget["status"]},
                 name=budget["metadata"]["name"],
                 namespace="default",
                 content_type="application/merge-patch+json",
             )
         time.sleep(0.5)  # the scheduler's budget informer
         for pod in case.pods:
+            name = pod["metadata"]["name"]
             core.create_namespaced_pod("default", pod)
-            seen[pod["metadata"]["name"]] = _settled(core, pod["metadata"]["name"], log)
+            if name == panics_at:
+                deadline = time.monotonic() + 30
+                while "pickOneNodeForPreemption" not in _panic(log):
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"the dry run says kube-scheduler panics at {name}; it did not:\n{tail(log)}")
+                    time.sleep(0.2)
+                break
+            seen[name] = _settled(core, name, log)
         left = {p.metadata.name for p in core.list_namespaced_pod("default").items}
         deleted = {p["metadata"]["name"] for p in case.running + case.pods} - left
     finally:
@@ -110,56 +118,80 @@ def run_real(
     return seen, deleted
 
 
-def judge(case: Case, seen: dict[str, Seen], deleted: set[str], semantics: Semantics) -> list[str]:
-    result = place(case.nodes, case.pods, existing=[*classes(), *case.running, *case.budgets], semantics=semantics)
+def judge(case: Case, seen: dict[str, Seen], deleted: set[str], result: Any) -> list[str]:
+    """The real run against the dry run's `result`, pod by pod up to the first tie (or the panic)."""
     placed = {a.name: a for a in result.placements}
     pending = {p.name: p for p in result.pending}
     preempted = {p.name: p for p in result.preempted}
     failures = []
     for pod in case.pods:
         name = pod["metadata"]["name"]
+        if name not in seen:  # the scheduler died on an earlier pod
+            return failures
         real = seen[name]
         mine = placed.get(name)
         by_me = [v for v in preempted.values() if v.by == f"default/{name}"]
-        tied = (mine is not None and mine.tied_with > 1) or any(v.tied_with > 1 for v in by_me)
-        if tied:
+        if (mine is not None and mine.tied_with > 1) or any(v.tied_with > 1 for v in by_me):
             return failures  # the real scheduler chose among equals at random: the rest depends on its choice
         if mine is not None:
             if (real.node, real.gpu) != (mine.node, mine.gpus[0][0] if mine.gpus else None):
                 failures.append(f"seed {case.seed} {name}: real {real}, gpushare {mine.node} {mine.gpus}")
-        else:
-            mine_pending = pending.get(name)
-            if mine_pending is None:
-                failures.append(f"seed {case.seed} {name}: real {real}, gpushare neither placed nor pending")
-            elif real.node or (real.nominated, real.message) != (mine_pending.nominated, mine_pending.message):
-                failures.append(
-                    f"seed {case.seed} {name}: real {real}, gpushare pending nominated "
-                    f"{mine_pending.nominated!r} {mine_pending.message!r}"
-                )
+            continue
+        mine_pending = pending.get(name)
+        if mine_pending is None:
+            failures.append(f"seed {case.seed} {name}: real {real}, gpushare neither placed nor pending")
+        elif real.node or (real.nominated, real.message) != (mine_pending.nominated, mine_pending.message):
+            failures.append(
+                f"seed {case.seed} {name}: real {real}, gpushare pending nominated "
+                f"{mine_pending.nominated!r} {mine_pending.message!r}"
+            )
     if set(preempted) != deleted:
         failures.append(f"seed {case.seed}: real deleted {sorted(deleted)}, gpushare preempted {sorted(preempted)}")
     return failures
 
 
-def test_preemption_agrees_with_the_real_scheduler(cluster: ControlPlane, scheduler: Any, tmp_path: Path) -> None:  # noqa: F811
-    core, apps, log, standin = scheduler
+def test_preemption_agrees_with_the_real_scheduler(cluster: ControlPlane, tmp_path: Path) -> None:
     semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(cluster.minor))
-    scheduling = client.SchedulingV1Api(core.api_client)
     budgets = _budgets(cluster, tmp_path)
+    failures: list[str] = []
+    preempted = pending = panics = 0
+    (tmp_path / "scheduler-0").mkdir()
+    running = running_scheduler(cluster, tmp_path / "scheduler-0")
+    core, apps, log, standin = running.__enter__()
+    scheduling = client.SchedulingV1Api(core.api_client)
     for priority_class in classes():
         scheduling.create_priority_class(priority_class)
-    failures: list[str] = []
-    preempted = pending = 0
     try:
         for seed in range(CASES):
             case = scenario(seed)
-            seen, deleted = run_real(core, apps, case, log, standin, budgets)
-            failures += judge(case, seen, deleted, semantics)
+            existing = [*classes(), *case.running, *case.budgets]
+            result = place(case.nodes, case.pods, existing=existing, semantics=semantics)
+            panics_at = next((w.split()[1].split("/")[1].rstrip(":") for w in result.warnings if " panics " in w), "")
+            seen, deleted = run_real(core, apps, case, log, standin, budgets, panics_at)
+            failures += judge(case, seen, deleted, result)
             preempted += len(deleted)
             pending += sum(1 for s in seen.values() if not s.node)
+            if panics_at:  # the scheduler is gone: a new one for the next scenarios
+                panics += 1
+                running.__exit__(None, None, None)
+                (tmp_path / f"scheduler-{seed + 1}").mkdir()
+                running = running_scheduler(cluster, tmp_path / f"scheduler-{seed + 1}")
+                core, apps, log, standin = running.__enter__()
     finally:
         for priority_class in classes():
             with contextlib.suppress(ApiException):
                 scheduling.delete_priority_class(priority_class["metadata"]["name"])
+        running.__exit__(None, None, None)
+    print(f"1.{cluster.minor}: {CASES} scenarios, {preempted} pods preempted, {pending} left pending, {panics} panics")
     assert preempted and pending, f"the scenarios must preempt and leave pods pending: {preempted}, {pending}"
     assert not failures, "\n".join(failures)
+
+
+def _panic(log: Path) -> str:
+    """The scheduler's panic, if it died of one (its goroutine dump would hide it from a tail)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    start = next((i for i, line in enumerate(lines) if line.startswith("panic:")), None)
+    return "" if start is None else "\n".join(lines[max(0, start - 5) : start + 12])

@@ -65,6 +65,9 @@ class Outcome:
     clears_nomination: bool = False
     #: Each node's answer for `--explain`: its victims, or why it has none.
     by_node: tuple[tuple[str, str], ...] = ()
+    #: kube-scheduler 1.20-1.21 panics choosing among candidates one of which has no victim (pickOneNodeForPreemption
+    #: reads the first victim of each candidate tied on budget violations): it exits, and again on every restart.
+    panics: bool = False
 
 
 def importance(pod: Pod) -> tuple[int, str]:
@@ -119,6 +122,11 @@ class DefaultPreemption:
                 return Outcome(None, 0, f"preemption: {text}", error=True, by_node=by_node)
             tried = any(a != NOT_HELPFUL for a in answers.values())
             return self._fit_error(len(nodes), reasons, by_node, tried)
+        if self.scheduler.takes_victimless_candidates and len(candidates) > 1:
+            fewest = min(c.violations for c in candidates)
+            first = [c for c in candidates if c.violations == fewest]
+            if len(first) > 1 and any(not c.victims for c in first):
+                return Outcome(None, 0, "", panics=True, by_node=by_node)
         chosen, tied = pick(candidates)
         return Outcome(chosen, tied, "", by_node=by_node)
 
