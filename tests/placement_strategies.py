@@ -19,6 +19,20 @@ REPLICA_SET = {
     "spec": {"selector": {"matchLabels": {"app": "web"}}},
 }
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "u-web-1", "controller": True}
+#: PriorityClasses the pods may name (given with the running pods): preemption, and one class that never preempts.
+PRIORITY_CLASSES = [
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+    | ({"preemptionPolicy": "Never"} if name == "never" else {})
+    for name, value in (("low", 10), ("high", 1000), ("never", 1000))
+]
+#: A budget over one app's pods, allowing one disruption.
+BUDGET = {
+    "apiVersion": "policy/v1",
+    "kind": "PodDisruptionBudget",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+    "status": {"disruptionsAllowed": 1},
+}
 SERVICE = {
     "apiVersion": "v1",
     "kind": "Service",
@@ -93,6 +107,7 @@ def pod_template(draw: st.DrawFn) -> dict[str, Any]:
     if memory is not None:
         requests["memory"] = memory
     labels["app"] = draw(st.sampled_from(APPS))
+    priority_class = draw(st.sampled_from(["low", "high", "never", None, None, None]))
     if draw(st.integers(0, 5)) == 0:
         limits["example.com/fpga"] = 1
     container = {
@@ -147,6 +162,8 @@ def pod_template(draw: st.DrawFn) -> dict[str, Any]:
                 }
             }
         }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     return {"metadata": {"labels": labels}, "spec": spec}
 
 
@@ -213,7 +230,7 @@ def scenario(draw: st.DrawFn) -> dict[str, Any]:
                 }
             )
     existing = [draw(running_pod(i, nodes)) for i in range(draw(st.integers(0, 6)))]
-    existing += [doc for doc in (REPLICA_SET, SERVICE) if draw(st.booleans())]
+    existing += [doc for doc in (REPLICA_SET, SERVICE, BUDGET) if draw(st.booleans())] + PRIORITY_CLASSES
     names = [n["metadata"]["name"] for n in nodes] + ["node-missing"]
     order = {
         f"default/{w['metadata']['name']}" + ("" if w["kind"] == "Pod" else "-0"): draw(st.sampled_from(names))

@@ -515,3 +515,52 @@ def test_the_command_flushes_its_output_and_ends_quietly_when_the_reader_goes_aw
     process.stdout.read(64)
     process.stdout.close()
     assert process.wait(timeout=60) == 0 and process.stderr.read() == b""
+
+
+def test_preemption_in_the_report_the_table_and_explain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A high-priority pod deletes the low one filling the only GPU: `preempted` in JSON (valid against the schema),
+    the PREEMPTED section and column in the table; a pod that never preempts stays pending, and --explain prints
+    each node's PostFilter answer."""
+    classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+        | ({"preemptionPolicy": "Never"} if n == "never" else {})
+        for n, v in (("low", 1), ("high", 100), ("never", 100))
+    ]
+    low = pod("low", 15, scheduler="gpushare-scheduler")
+    low["spec"] |= {"nodeName": "b", "priorityClassName": "low"}
+    high, never = pod("high", 15, scheduler="gpushare-scheduler"), pod("never", 15, scheduler="gpushare-scheduler")
+    high["spec"]["priorityClassName"], never["spec"]["priorityClassName"] = "high", "never"
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(node("b", 1, 15)))
+    (tmp_path / "running.yaml").write_text(yaml.safe_dump_all([*classes, low]))
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump_all([high, never]))
+    args = ["place", "--semantics", "upstream", "--kube-version", "1.28", "--nodes", str(tmp_path / "nodes.yaml")]
+    args += ["--existing", str(tmp_path / "running.yaml"), str(tmp_path / "w.yaml")]
+    code, out, _ = run(capsys, *args, "-o", "json")
+    report = json.loads(out)
+    REPORT.validate(report)
+    assert code == 0 and report["summary"]["preempted"] == 1
+    assert report["preempted"] == [
+        {"namespace": "ml", "name": "low", "node": "b", "by": "ml/high", "priority": 1, "tiedWith": 1}
+    ]
+    assert report["pending"][0]["message"].endswith("preemption: not eligible due to preemptionPolicy=Never..")
+    code, out, _ = run(capsys, *args, "--explain")
+    assert "PREEMPTED (deleted by kube-scheduler to make room)" in out and "ml/low  b     1         ml/high" in out
+    assert "b: PostFilter DefaultPreemption: victims ml/high" not in out
+    assert "    b: PostFilter DefaultPreemption: " not in out  # Never: no node is asked
+    assert "preempted 1" in out
+
+
+def test_host_ports_read_from_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The file reader keeps what NodePorts reads (containers' ports): two pods on one host port cannot share a
+    node."""
+    pods = [pod(n, 1, scheduler="gpushare-scheduler") for n in ("first", "second")]
+    for p in pods:
+        p["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(node("b", 1, 15)))
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump_all(pods))
+    args = ["place", "--semantics", "upstream", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "w.yaml")]
+    code, out, _ = run(capsys, *args, "-o", "json")
+    (pending,) = json.loads(out)["pending"]
+    assert code == 0 and pending["reasons"] == [
+        {"reason": "node(s) didn't have free ports for the requested pod ports", "nodes": 1}
+    ]

@@ -22,6 +22,7 @@ def snapshot(result: PlacementResult) -> dict[str, Any]:
     return {
         "placements": result.placements,
         "pending": result.pending,
+        "preempted": result.preempted,
         "invalid": result.invalid,
         "nodes": [
             (
@@ -111,7 +112,9 @@ def test_fast_engine_equals_reference(case: dict[str, Any]) -> None:
         node_order=case["node_order"],
         input_unit=case["input_unit"],
     )
-    assert [(p.key, p.reasons) for p in plain.pending] == [(p.key, p.reasons) for p in ref.pending]
+    assert [(p.key, p.message, p.nominated) for p in plain.pending] == [
+        (p.key, p.message, p.nominated) for p in ref.pending
+    ]
     check_invariants(fast, before, semantics)
 
 

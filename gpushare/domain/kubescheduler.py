@@ -315,11 +315,12 @@ class ScoringProfile:
 
     def fit_error(self, filters: str, post_filter: str, error: bool) -> str:
         """FitError.Error(): the filters' message ("0/N nodes are available: ...") and PostFilter's status message.
-        Before 1.24 the pod's condition holds the filters' part only; 1.24 adds PostFilter's unless its code was an
-        error; 1.25-1.28 end it with one more full stop (SeparatorFormat " %v."); 1.29 on add it as it is."""
+        Before 1.24 the pod's condition holds the filters' part only; 1.24 adds PostFilter's after a space unless its
+        code was an error; 1.25-1.28 end it with one more full stop (SeparatorFormat " %v."); 1.29 on add it as it
+        is."""
         if not post_filter or self.minor < 24 or (error and self.minor == 24):
             return filters
-        return f"{filters} {post_filter}." if self.minor <= 28 else f"{filters} {post_filter}"
+        return f"{filters} {post_filter}." if 25 <= self.minor <= 28 else f"{filters} {post_filter}"
 
     def weight(self, plugin: str) -> int:
         return dict(self.weights).get(plugin, 0)

@@ -34,6 +34,8 @@ class Cluster:
         self.name = kubeconfig or "kubeconfig"
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
+        self.scheduling = client.SchedulingV1Api(self.api)
+        self.policy = client.PolicyV1Api(self.api)
         self.version_api = client.VersionApi(self.api)
 
     def objects(self, kind: str, read: Callable[[], Any]) -> list[dict[str, Any]]:
@@ -93,6 +95,9 @@ def read_cluster(kubeconfig: str | None, context: str | None = None) -> Placemen
         ("ReplicationController", core.list_replication_controller_for_all_namespaces),
         ("Service", core.list_service_for_all_namespaces),
         ("Namespace", core.list_namespace),
+        ("ResourceQuota", core.list_resource_quota_for_all_namespaces),
+        ("PriorityClass", cluster.scheduling.list_priority_class),
+        ("PodDisruptionBudget", cluster.policy.list_pod_disruption_budget_for_all_namespaces),
     ]
     for kind, read in optional:
         try:

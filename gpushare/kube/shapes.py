@@ -26,6 +26,8 @@ class Container(TypedDict, total=False):
     image: Any
     resources: Any
     env: list[EnvVar]
+    ports: Any  # host ports (NodePorts)
+    restartPolicy: Any  # an init container with Always is a sidecar
 
 
 class PodSpec(TypedDict, total=False):
@@ -38,6 +40,9 @@ class PodSpec(TypedDict, total=False):
     topologySpreadConstraints: Any
     overhead: Any
     schedulerName: Any
+    priority: Any  # what the Priority admission plugin set, and the class it set it from
+    priorityClassName: Any
+    preemptionPolicy: Any
 
 
 class ObjectMeta(TypedDict, total=False):
@@ -52,6 +57,7 @@ class ObjectMeta(TypedDict, total=False):
 
 class PodStatus(TypedDict, total=False):
     phase: Any  # Succeeded and Failed pods hold no resources
+    startTime: Any  # preemption spares the earlier started of two victims of one priority
 
 
 class Pod(TypedDict, total=False):

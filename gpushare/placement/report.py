@@ -31,6 +31,7 @@ def summary(result: PlacementResult) -> dict[str, Any]:
         "pending": len(result.pending),
         "invalid": len(result.invalid),
         "notServed": len(result.not_served),
+        "preempted": len(result.preempted),
         "gpusTouched": sum(1 for g in gpus if g.used),
         "gpuMemory": {"used": sum(g.used for g in gpus), "total": sum(g.total for g in gpus)},
         "fragmentation": fragmentation(result),
@@ -64,6 +65,17 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
             for a in result.placements
         ],
         "pending": [pending_dict(p) for p in result.pending],
+        "preempted": [
+            {
+                "namespace": v.namespace,
+                "name": v.name,
+                "node": v.node,
+                "by": v.by,
+                "priority": v.priority,
+                "tiedWith": v.tied_with,
+            }
+            for v in result.preempted
+        ],
         "invalid": [
             {"namespace": i.namespace, "name": i.name, "reason": i.reason, "source": i.source} for i in result.invalid
         ],
@@ -89,8 +101,12 @@ def pending_dict(p: Pending) -> dict[str, Any]:
         "message": p.message,
         "reasons": [{"reason": r, "nodes": c} for r, c in p.reasons],
     }
+    if p.nominated:
+        doc["nominatedNode"] = p.nominated
     if p.by_node:
         doc["byNode"] = [{"node": n, "plugin": r.plugin, "reason": "; ".join(r.reasons)} for n, r in p.by_node]
+    if p.preemption:
+        doc["preemption"] = [{"node": n, "answer": a} for n, a in p.preemption]
     return doc
 
 
@@ -125,10 +141,14 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
     """The human view: placed pods, pending pods with the scheduler's message, invalid pods, a summary."""
     lines: list[str] = []
     tied = any(a.tied_with > 1 for a in result.placements)
-    rows = [["POD", "NODE", "GPU:UNITS", "CORE%", *(["TIED"] if tied else [])]]
+    victims: dict[str, list[str]] = {}
+    for v in result.preempted:
+        victims.setdefault(v.by, []).append(v.key)
+    rows = [["POD", "NODE", "GPU:UNITS", "CORE%", *(["TIED"] if tied else []), *(["PREEMPTED"] if victims else [])]]
     for a in result.placements[:limit]:
         row = [a.key, a.node, ",".join(f"{i}:{u}" for i, u in a.gpus) or "no GPU", str(a.core or "-")]
-        rows.append(row + ([f"~{a.tied_with}" if a.tied_with > 1 else ""] if tied else []))
+        row += [f"~{a.tied_with}" if a.tied_with > 1 else ""] if tied else []
+        rows.append(row + ([",".join(victims.get(a.key, []))] if victims else []))
     lines += _table(rows)
     if len(result.placements) > limit:
         lines.append(f"... {len(result.placements) - limit} more placed (-o json for all)")
@@ -137,9 +157,22 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
         shown = result.pending[:limit]
         for p in shown:
             lines += _table([[p.key, p.message]])
+            if p.nominated:
+                lines.append(f"    nominated to {p.nominated} (status.nominatedNodeName)")
             lines += [f"    {node}: {rejected.text}" for node, rejected in p.by_node]
+            lines += [f"    {node}: PostFilter DefaultPreemption: {answer}" for node, answer in p.preemption]
         if len(result.pending) > limit:
             lines.append(f"... {len(result.pending) - limit} more pending")
+    if result.preempted:
+        lines += ["", "PREEMPTED (deleted by kube-scheduler to make room)"]
+        rows = [["POD", "NODE", "PRIORITY", "BY"]]
+        rows += [
+            [v.key, v.node, str(v.priority), v.by + (f" (~{v.tied_with})" if v.tied_with > 1 else "")]
+            for v in result.preempted[:limit]
+        ]
+        lines += _table(rows)
+        if len(result.preempted) > limit:
+            lines.append(f"... {len(result.preempted) - limit} more preempted")
     if result.invalid:
         lines += ["", "INVALID"]
         lines += _table([[i.key, i.reason, i.source] for i in result.invalid])
@@ -154,6 +187,7 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
         "",
         f"placed {s['placed']}, pending {s['pending']}, invalid {s['invalid']}"
         + (f", not served {s['notServed']}" if s["notServed"] else "")
+        + (f", preempted {s['preempted']}" if s["preempted"] else "")
         + "; "
         f"GPUs touched {s['gpusTouched']}/{s['gpus']}; GPU memory {s['gpuMemory']['used']}/"
         f"{s['gpuMemory']['total']} x {unit}; fragmented {s['fragmentation']} x {unit}",

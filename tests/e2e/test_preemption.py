@@ -130,6 +130,10 @@ def judge(case: Case, seen: dict[str, Seen], deleted: set[str], result: Any) -> 
             return failures
         real = seen[name]
         mine = placed.get(name)
+        if name in preempted:  # placed, then preempted by a later pod: where it ran is what can be compared
+            if real.node != preempted[name].node:
+                failures.append(f"seed {case.seed} {name}: real {real}, gpushare on {preempted[name].node}, preempted")
+            continue
         by_me = [v for v in preempted.values() if v.by == f"default/{name}"]
         if (mine is not None and mine.tied_with > 1) or any(v.tied_with > 1 for v in by_me):
             return failures  # the real scheduler chose among equals at random: the rest depends on its choice
