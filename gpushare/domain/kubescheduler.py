@@ -313,6 +313,12 @@ class ScoringProfile:
         every node), and its message counts that node's reason twice."""
         return self.minor <= 31
 
+    def extender_bind_failure(self, url_prefix: str) -> str:
+        """The pod's PodScheduled condition when the extender's bind answers HTTP 500 (HTTPExtender.send): before
+        1.28 the binding cycle's failure is prefixed "binding rejected: "."""
+        text = f"failed bind with extender at URL {url_prefix}/bind, code 500"
+        return f"binding rejected: {text}" if self.minor <= 27 else text
+
     def fit_error(self, filters: str, post_filter: str, error: bool) -> str:
         """FitError.Error(): the filters' message ("0/N nodes are available: ...") and PostFilter's status message.
         Before 1.24 the pod's condition holds the filters' part only; 1.24 adds PostFilter's after a space unless its

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -410,9 +411,15 @@ def test_pods_the_scheduler_never_binds_or_never_sees(cluster: ControlPlane, sch
                 pytest.fail(f"the extender was never asked to bind a pod asking 0:\n{tail(log)}")
             time.sleep(0.1)
         time.sleep(2)
-        assert not core.read_namespaced_pod("zero", "default").spec.node_name
+        unbound = core.read_namespaced_pod("zero", "default")
+        assert not unbound.spec.node_name
         (invalid,) = dry_run(case, [zero], semantics).invalid
         assert "[GW217]" in invalid.reason
+        # the condition the dry run quotes, but for the extender's address (the stand-in's here)
+        quoted = invalid.reason.split('its condition reads "')[1].rstrip('"')
+        expected = re.escape(quoted).replace(re.escape("<the extender's urlPrefix>"), "http://127.0.0.1:[0-9]+/[a-z-]+")
+        (condition,) = [c for c in unbound.status.conditions or [] if c.type == "PodScheduled"]
+        assert re.fullmatch(expected, condition.message), (condition.message, quoted)
         core.delete_namespaced_pod("zero", "default", grace_period_seconds=0)
 
         # spec.nodeName at creation: no annotation, no device; the next pod takes GPU 0 as on an empty node
