@@ -78,11 +78,15 @@ class Preemption:
         self.explain = explain
         self.priorities: Counter[int] = Counter(p.priority for n in nodes for p in n.bound)
         self.nominations: dict[str, tuple[Pod, Node]] = {}
+        #: The quiet case's message by (nodes, unresolvable nodes, the pod preempts): a fleet's pending tail asks
+        #: the same few again and again.
+        self.quiet_posts: dict[tuple[int, int, bool], tuple[Outcome, str]] = {}
 
     def placed(self, pod: Pod) -> None:
         """A pod was bound: its priority counts, and it is nominated nowhere any more."""
         self.priorities[pod.priority] += 1
-        self._nominate(pod, None)
+        if self.nominations:
+            self._nominate(pod, None)
 
     def _nominate(self, pod: Pod, node: Node | None) -> None:
         """Nominate the pending pod to `node` (None: nowhere), where the filters will count it."""
@@ -111,9 +115,15 @@ class Preemption:
         evicted: list[Preempted] = []
         while isinstance(outcome, Pending):
             if self._quiet(pod):
-                answer = plugin.without_victims(pod, outcome.nodes, self.engine.unresolvable(pod, outcome))
-            else:
-                answer = plugin.post_filter(pod, self.nodes, self._statuses(pod), self._fits, self.budgets)
+                key = (outcome.nodes, self.engine.unresolvable(pod, outcome), pod.preempts)
+                known = self.quiet_posts.get(key)
+                if known is None:
+                    answer = plugin.without_victims(pod, key[0], key[1])
+                    known = self.quiet_posts[key] = (answer, self._post(outcome, answer))
+                kept = "" if known[0].clears_nomination else nominated
+                outcome = replace(outcome, post_filter=known[1], nominated=kept)
+                break
+            answer = plugin.post_filter(pod, self.nodes, self._statuses(pod), self._fits, self.budgets)
             chosen = answer.chosen
             if answer.panics:
                 self.result.warnings.append(
@@ -139,7 +149,9 @@ class Preemption:
             nominated = chosen.node.name
             self._nominate(pod, chosen.node)
             outcome = self._next_cycle(pod, chosen.node)
-        self._nominate(pod, self.by_name[nominated] if nominated and isinstance(outcome, Pending) else None)
+        self._nominate(
+            pod, self.by_name[outcome.nominated] if isinstance(outcome, Pending) and outcome.nominated else None
+        )
         if evicted and isinstance(outcome, Pending):
             self.result.warnings.append(
                 f"pod {pod.key} preempted {', '.join(e.key for e in evicted)} and still does not fit: {outcome.message}"
@@ -176,10 +188,13 @@ class Preemption:
                         self.result.pending[i] = replace(waiting, nominated="")
 
     def _pending(self, pending: Pending, answer: Outcome, nominated: str) -> Pending:
-        filters = pending.filters_message
-        post = self.profile.scheduler.fit_error(filters, answer.message, answer.error)[len(filters) :]
         explained = answer.by_node if self.explain else ()
-        return replace(pending, post_filter=post, nominated=nominated, preemption=explained)
+        return replace(pending, post_filter=self._post(pending, answer), nominated=nominated, preemption=explained)
+
+    def _post(self, pending: Pending, answer: Outcome) -> str:
+        """What PostFilter's answer adds after the filters' message, in the minor's words."""
+        filters = pending.filters_message
+        return self.profile.scheduler.fit_error(filters, answer.message, answer.error)[len(filters) :]
 
     def _record(self, victim: Pod, node: Node, by: Pod, tied: int) -> Preempted:
         """A victim leaves the run's placements if the run placed it."""

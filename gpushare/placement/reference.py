@@ -64,7 +64,7 @@ def place(
         result,
         tick,
         lambda pod: pod.key in order or pod.node is not None,
-        preemption.after,
+        preemption.after if profile.post_filter is not None else None,
         preemption.placed,
     )
     return result

@@ -54,13 +54,15 @@ def drive(
     hears of every bind."""
     retries = profile.retries_at_once
 
-    def cycle(pod: Pod) -> Assignment | Pending:
+    def with_post_filter(pod: Pod) -> Assignment | Pending:
         outcome = attempt(pod)
         if isinstance(outcome, Pending) and post_filter is not None and not fixed(pod):
             outcome = post_filter(pod, outcome)
         if isinstance(outcome, Assignment):
             placed(pod)
         return outcome
+
+    cycle = attempt if post_filter is None else with_post_filter  # a profile without PostFilter pays nothing
 
     waiting: list[tuple[Pod, Pending]] = []
     for pod in pods:
