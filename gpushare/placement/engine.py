@@ -204,9 +204,8 @@ class FastEngine:
 
     def serves(self, pod: Pod) -> bool:
         """The score index answers for the pod: it holds what decides its fit, and no nomination counts for it."""
-        assert self.scored is not None
         floor = self.nominated_floor
-        return self.scored.serves(pod) and (floor is None or floor < pod.priority)
+        return (floor is None or floor < pod.priority) and self.scored is not None and self.scored.serves(pod)
 
     def nominations_changed(self, highest: int | None) -> None:
         self.nominated_floor = highest
@@ -226,7 +225,8 @@ class FastEngine:
                 beyond = 0
                 for node in cls.members:
                     rejected = self.profile.dynamic_rejection(node, pod)
-                    beyond += rejected is not None and rejected.plugin == NODE_RESOURCES_FIT and rejected.unresolvable
+                    fit = rejected is not None and rejected.plugin == NODE_RESOURCES_FIT
+                    beyond += fit and self.profile.unresolvable(rejected, node, pod)
                 memo = self.unresolvable_memo[key] = (self.version, beyond)
             count += memo[1]
         return count

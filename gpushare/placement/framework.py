@@ -24,8 +24,6 @@ class Rejection:
 
     plugin: str
     reasons: tuple[str, ...]
-    #: UnschedulableAndUnresolvable: preemption cannot help on this node (nodesWherePreemptionMightHelp skips it).
-    unresolvable: bool = False
 
     @property
     def text(self) -> str:
@@ -86,7 +84,7 @@ def first_rejection(filters: Sequence[Plugin], node: Node, pod: Pod, cycle: Cycl
     for plugin in filters:
         reasons = plugin.filter(node, pod, cycle)
         if reasons:
-            return Rejection(plugin.name, tuple(reasons), plugin.unresolvable(reasons, node, pod))
+            return Rejection(plugin.name, tuple(reasons))
     return None
 
 

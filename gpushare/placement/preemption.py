@@ -76,7 +76,8 @@ class Preemption:
         self.engine = engine
         self.attempt = attempt
         self.explain = explain
-        self.priorities: Counter[int] = Counter(p.priority for n in nodes for p in n.bound)
+        #: priority -> bound pods of it (a plain dict: a bind adds to it, and binds are the hot path)
+        self.priorities: dict[int, int] = dict(Counter(p.priority for n in nodes for p in n.bound))
         self.nominations: dict[str, tuple[Pod, Node]] = {}
         #: The quiet case's message by (nodes, unresolvable nodes, the pod preempts): a fleet's pending tail asks
         #: the same few again and again.
@@ -84,7 +85,7 @@ class Preemption:
 
     def placed(self, pod: Pod) -> None:
         """A pod was bound: its priority counts, and it is nominated nowhere any more."""
-        self.priorities[pod.priority] += 1
+        self.priorities[pod.priority] = self.priorities.get(pod.priority, 0) + 1
         if self.nominations:
             self._nominate(pod, None)
 
@@ -211,10 +212,11 @@ class Preemption:
         anti = any(p.pod_affinity is not None and p.pod_affinity.required_anti for n in self.nodes for p in n.bound)
         return self.profile.prefilter(pod, self.nodes) if self.profile.needs_cycle(pod, anti) else None
 
-    def _statuses(self, pod: Pod) -> list[Rejection | None]:
-        """Each node's filter status on the current state, the extender's included."""
+    def _statuses(self, pod: Pod) -> list[bool]:
+        """Whether each node's filter status on the current state (the extender's included) is
+        UnschedulableAndUnresolvable."""
         cycle = self._cycle_for(pod)
-        return [self.profile.rejection(n, pod, cycle) for n in self.nodes]
+        return [self.profile.unresolvable(self.profile.rejection(n, pod, cycle), n, pod) for n in self.nodes]
 
     def _fits(self, node: Node, pod: Pod) -> Rejection | None:
         """The framework's filters on the node as it stands (victims taken off), the pod's counts made again."""

@@ -122,6 +122,14 @@ class Profile:
         """Why `pod` does not fit `node` now (None: it fits): the first failing filter plugin."""
         return self.static_rejection(node, pod) or self.dynamic_rejection(node, pod, cycle)
 
+    def unresolvable(self, rejected: Rejection | None, node: Node, pod: Pod) -> bool:
+        """The rejection's status is UnschedulableAndUnresolvable (asked of the plugin that rejected, only when
+        preemption needs it: the filters' hot path never pays for it)."""
+        if rejected is None:
+            return False
+        plugin = next(p for p in (*self.static_filters, *self.dynamic_filters) if p.name == rejected.plugin)
+        return plugin.unresolvable(rejected.reasons, node, pod)
+
     def framework_rejection(self, node: Node, pod: Pod, cycle: Cycle | None = None) -> Rejection | None:
         """The scheduler's own filter plugins, without the extender's: what preemption checks a node against once
         the victims are gone (the rendered configuration gives the extender no preemptVerb)."""

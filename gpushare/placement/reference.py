@@ -79,8 +79,7 @@ class Plain:
 
     def unresolvable(self, pod: Pod, pending: Pending) -> int:
         cycle = self.profile.prefilter(pod, self.nodes)
-        rejections = (self.profile.rejection(n, pod, cycle) for n in self.nodes)
-        return sum(1 for r in rejections if r is not None and r.unresolvable)
+        return sum(self.profile.unresolvable(self.profile.rejection(n, pod, cycle), n, pod) for n in self.nodes)
 
     def evict(self, node: Node, pod: Pod) -> None:
         node.remove_pod(pod)

@@ -85,19 +85,20 @@ class DefaultPreemption:
         self,
         pod: Pod,
         nodes: Sequence[Node],
-        statuses: Sequence[Rejection | None],
+        unresolvable: Sequence[bool],
         fits: Fits,
         budgets: Sequence[DisruptionBudget],
     ) -> Outcome:
-        """Preempt for `pod`, which every node rejected (`statuses`, in node order) on the current state."""
+        """Preempt for `pod`, which every node rejected on the current state (`unresolvable`, in node order: whether
+        each node's rejection was UnschedulableAndUnresolvable)."""
         if not pod.preempts:
             return Outcome(None, 0, self._message(NEVER))
         answers: dict[str, str] = {}
         reasons: Counter[str] = Counter()
         candidates: list[Candidate] = []
         errors: list[str] = []
-        for node, status in zip(nodes, statuses, strict=True):
-            if status is not None and status.unresolvable:
+        for node, hopeless in zip(nodes, unresolvable, strict=True):
+            if hopeless:
                 answers[node.name] = NOT_HELPFUL
                 reasons[NOT_HELPFUL] += 1
                 continue
