@@ -545,9 +545,14 @@ def test_preemption_in_the_report_the_table_and_explain(tmp_path: Path, capsys: 
     assert report["pending"][0]["message"].endswith("preemption: not eligible due to preemptionPolicy=Never..")
     code, out, _ = run(capsys, *args, "--explain")
     assert "PREEMPTED (deleted by kube-scheduler to make room)" in out and "ml/low  b     1         ml/high" in out
-    assert "b: PostFilter DefaultPreemption: victims ml/high" not in out
     assert "    b: PostFilter DefaultPreemption: " not in out  # Never: no node is asked
     assert "preempted 1" in out
+    # a pod of the same priority as everything running: each node's answer, in --explain
+    (tmp_path / "w.yaml").write_text(
+        yaml.safe_dump_all([high, {**high, "metadata": {"name": "twin", "namespace": "ml"}}])
+    )
+    code, out, _ = run(capsys, *args, "--explain")
+    assert "    b: PostFilter DefaultPreemption: No preemption victims found for incoming pod" in out
 
 
 def test_host_ports_read_from_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -115,7 +115,7 @@ class Preemption:
         nominated = held[1].name if held else ""
         evicted: list[Preempted] = []
         while isinstance(outcome, Pending):
-            if self._quiet(pod):
+            if self._quiet(pod) and not self.explain:  # --explain asks every node, for its answer
                 key = (outcome.nodes, self.engine.unresolvable(pod, outcome), pod.preempts)
                 known = self.quiet_posts.get(key)
                 if known is None:
