@@ -24,7 +24,6 @@ from gpushare.placement.framework import Cycle, Rejection
 from gpushare.placement.model import Gpu, Node, Pod
 from gpushare.placement.plugins import interpodaffinity, noderesources, podtopologyspread
 from gpushare.placement.plugins.gpushare import kind
-from gpushare.placement.preemption import Preemption
 from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
@@ -321,7 +320,6 @@ def place(
         node = engine.best(pod, cls)
         return engine.pending(pod, cls) if node is None else engine.bind(node, pod)
 
-    preemption = Preemption(profile, nodes, budgets, result, engine, attempt, explain)
     requeue.drive(
         pods,
         attempt,
@@ -329,7 +327,8 @@ def place(
         result,
         tick,
         lambda pod: pod.key in order or pod.node is not None,
-        preemption.after if profile.post_filter is not None else None,
-        preemption.placed,
+        engine,
+        budgets,
+        explain,
     )
     return result

@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 
 from gpushare.placement import requeue
 from gpushare.placement.model import Node, Pod
-from gpushare.placement.preemption import Preemption
 from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
@@ -56,7 +55,6 @@ def place(
         best, tied = (fitting[0], 1) if fixed is not None else profile.choose(pod, fitting, nodes)
         return bind(profile, best, pod, tied)
 
-    preemption = Preemption(profile, nodes, budgets, result, Plain(nodes, profile), attempt, explain)
     requeue.drive(
         pods,
         attempt,
@@ -64,8 +62,9 @@ def place(
         result,
         tick,
         lambda pod: pod.key in order or pod.node is not None,
-        preemption.after if profile.post_filter is not None else None,
-        preemption.placed,
+        Plain(nodes, profile),
+        budgets,
+        explain,
     )
     return result
 

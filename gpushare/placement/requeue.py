@@ -18,11 +18,10 @@ from collections.abc import Callable, Sequence
 
 from gpushare.placement.model import Pod
 from gpushare.placement.plugins import interpodaffinity, podtopologyspread
+from gpushare.placement.preemption import Attempt, Engine, Preemption
+from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
-
-#: One attempt to schedule a pod on the current state: bound (and charged) or pending.
-Attempt = Callable[[Pod], Assignment | Pending]
 
 _LIFTABLE = interpodaffinity.LIFTABLE | podtopologyspread.LIFTABLE
 
@@ -44,15 +43,19 @@ def drive(
     profile: Profile,
     result: PlacementResult,
     tick: Callable[[], None],
-    fixed: Callable[[Pod], bool] = lambda _: False,
-    post_filter: Callable[[Pod, Pending], Assignment | Pending] | None = None,
-    placed: Callable[[Pod], None] = lambda _: None,
+    fixed: Callable[[Pod], bool],
+    engine: Engine,
+    budgets: Sequence[DisruptionBudget],
+    explain: bool,
 ) -> None:
     """Each pod in order, then, where the minor retries at once, the waiting pods each bind may have freed (in the
     order they arrived; a retried pod's own bind is an event too). Pods whose node is `fixed` are never retried nor
-    preempt. A pod that fits nowhere goes through `post_filter` (preemption), which may bind it after all; `placed`
-    hears of every bind."""
+    preempt. A pod that fits nowhere goes through the profile's PostFilter (`preemption`), which may bind it after
+    all."""
     retries = profile.retries_at_once
+    preemption = Preemption(profile, result.nodes, budgets, result, engine, attempt, explain)
+    post_filter = preemption.after if profile.post_filter is not None else None
+    placed = preemption.placed
 
     def with_post_filter(pod: Pod) -> Assignment | Pending:
         outcome = attempt(pod)

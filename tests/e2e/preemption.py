@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from differential import Scenario
+
 SCHEDULER = "gpushare-scheduler"
 IMAGE = "registry.k8s.io/pause:3.9"
 #: PriorityClass name -> (value, preemptionPolicy)
@@ -24,15 +26,10 @@ CLASSES = {"low": (10, None), "mid": (100, None), "high": (1000, None), "high-ne
 
 
 @dataclass
-class Case:
-    seed: int
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    running: list[dict[str, Any]] = field(default_factory=list)
+class Case(Scenario):
+    """A differential scenario (the harness creates and deletes it alike) with PodDisruptionBudgets."""
+
     budgets: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)
-    #: what the differential harness's create() and delete() also handle (none here)
-    config_maps: list[dict[str, Any]] = field(default_factory=list)
-    replica_sets: list[dict[str, Any]] = field(default_factory=list)
 
     def documents(self) -> list[dict[str, Any]]:
         return [*classes(), *self.nodes, *self.budgets, *self.running, *self.pods]
