@@ -326,7 +326,7 @@ def place(
         profile,
         result,
         tick,
-        lambda pod: pod.key in order or pod.node is not None,
+        order,
         engine,
         budgets,
         explain,

@@ -209,15 +209,24 @@ class Preemption:
         return record
 
     def _cycle_for(self, pod: Pod) -> Cycle | None:
-        anti = any(p.pod_affinity is not None and p.pod_affinity.required_anti for n in self.nodes for p in n.bound)
-        return self.profile.prefilter(pod, self.nodes) if self.profile.needs_cycle(pod, anti) else None
+        return cycle_for(self.profile, self.nodes, pod)
 
     def _statuses(self, pod: Pod) -> list[bool]:
-        """Whether each node's filter status on the current state (the extender's included) is
-        UnschedulableAndUnresolvable."""
-        cycle = self._cycle_for(pod)
-        return [self.profile.unresolvable(self.profile.rejection(n, pod, cycle), n, pod) for n in self.nodes]
+        return unresolvable_statuses(self.profile, self.nodes, pod)
 
     def _fits(self, node: Node, pod: Pod) -> Rejection | None:
         """The framework's filters on the node as it stands (victims taken off), the pod's counts made again."""
         return self.profile.framework_rejection(node, pod, self._cycle_for(pod))
+
+
+def cycle_for(profile: Profile, nodes: Sequence[Node], pod: Pod) -> Cycle | None:
+    """The pod's counts of other pods on the current state, where a rule between pods applies to it."""
+    anti = any(p.pod_affinity is not None and p.pod_affinity.required_anti for n in nodes for p in n.bound)
+    return profile.prefilter(pod, nodes) if profile.needs_cycle(pod, anti) else None
+
+
+def unresolvable_statuses(profile: Profile, nodes: Sequence[Node], pod: Pod) -> list[bool]:
+    """Whether each node's filter status on the current state (the extender's included) is
+    UnschedulableAndUnresolvable."""
+    cycle = cycle_for(profile, nodes, pod)
+    return [profile.unresolvable(profile.rejection(n, pod, cycle), n, pod) for n in nodes]

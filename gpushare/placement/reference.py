@@ -9,7 +9,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from gpushare.placement import requeue
-from gpushare.placement.model import Node, Pod
+from gpushare.placement.model import Gpu, Node, Pod
+from gpushare.placement.preemption import unresolvable_statuses
 from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
@@ -32,9 +33,7 @@ def place(
             for node in nodes:
                 if node.name == pod.node:
                     charged, gpus, _ = profile.bound_gpus(node, pod)
-                    node.add_pod(charged, gpus)
-                    gpus_held = tuple((g.index, charged.per_gpu) for g in gpus)
-                    return Assignment(pod.namespace, pod.name, node.name, gpus_held, charged.core)
+                    return bind(profile, node, charged, gpus=gpus)
             return Pending(pod.namespace, pod.name, 0, (), pod.per_gpu)
         fixed = order.get(pod.key)
         candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
@@ -61,7 +60,7 @@ def place(
         profile,
         result,
         tick,
-        lambda pod: pod.key in order or pod.node is not None,
+        order,
         Plain(nodes, profile),
         budgets,
         explain,
@@ -77,8 +76,7 @@ class Plain:
         self.profile = profile
 
     def unresolvable(self, pod: Pod, pending: Pending) -> int:
-        cycle = self.profile.prefilter(pod, self.nodes)
-        return sum(self.profile.unresolvable(self.profile.rejection(n, pod, cycle), n, pod) for n in self.nodes)
+        return sum(unresolvable_statuses(self.profile, self.nodes, pod))
 
     def evict(self, node: Node, pod: Pod) -> None:
         node.remove_pod(pod)
@@ -94,8 +92,9 @@ class Plain:
         return None
 
 
-def bind(profile: Profile, node: Node, pod: Pod, tied: int = 1) -> Assignment:
-    """Charge the pod to the node, on the GPUs the device choice gives it."""
-    gpus = profile.gpus.choose_gpus(node, pod)
+def bind(profile: Profile, node: Node, pod: Pod, tied: int = 1, gpus: list[Gpu] | None = None) -> Assignment:
+    """Charge the pod to the node, on `gpus` or those the device choice gives it."""
+    if gpus is None:
+        gpus = profile.gpus.choose_gpus(node, pod)
     node.add_pod(pod, gpus)
     return Assignment(pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied)

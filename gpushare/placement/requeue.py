@@ -14,7 +14,7 @@ second or more, which depends on timing the dry run does not model; pods stay pe
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from gpushare.placement.model import Pod
 from gpushare.placement.plugins import interpodaffinity, podtopologyspread
@@ -43,16 +43,20 @@ def drive(
     profile: Profile,
     result: PlacementResult,
     tick: Callable[[], None],
-    fixed: Callable[[Pod], bool],
+    order: Mapping[str, str],
     engine: Engine,
     budgets: Sequence[DisruptionBudget],
     explain: bool,
 ) -> None:
     """Each pod in order, then, where the minor retries at once, the waiting pods each bind may have freed (in the
-    order they arrived; a retried pod's own bind is an event too). Pods whose node is `fixed` are never retried nor
-    preempt. A pod that fits nowhere goes through the profile's PostFilter (`preemption`), which may bind it after
-    all."""
+    order they arrived; a retried pod's own bind is an event too). Pods whose node is fixed (replayed by `order`,
+    or named in spec.nodeName) are never retried nor preempt. A pod that fits nowhere goes through the profile's
+    PostFilter (`preemption`), which may bind it after all."""
     retries = profile.retries_at_once
+
+    def fixed(pod: Pod) -> bool:
+        return pod.key in order or pod.node is not None
+
     preemption = Preemption(profile, result.nodes, budgets, result, engine, attempt, explain)
     post_filter = preemption.after if profile.post_filter is not None else None
     placed = preemption.placed
