@@ -72,7 +72,9 @@ def admitted(spec: Mapping[str, Any], classes: Mapping[str, PriorityClass], runn
         if found is None:
             if given is not None:
                 return Priority(given, own_policy != NEVER)
-            return Priority(0, own_policy != NEVER, f"PriorityClass {name} is not among the inputs")
+            return Priority(
+                0, own_policy != NEVER, f"PriorityClass {name} is not among the inputs (or has no integer value)"
+            )
         return Priority(found.value, found.preempts if own_policy is None else own_policy != NEVER)
     defaults = [c for c in classes.values() if c.global_default]
     if defaults:
