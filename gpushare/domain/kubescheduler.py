@@ -159,6 +159,8 @@ class ScoringProfile:
     minor: int
     api: str
     weights: Weights
+    #: The configuration's percentageOfNodesToScore (0: unset, the adaptive default; 100: every node).
+    percentage_of_nodes_to_score: int = 0
 
     @property
     def label(self) -> str:
@@ -305,6 +307,13 @@ class ScoringProfile:
         """1.24 on: preemption that finds no candidate clears the pod's nominatedNodeName (a PostFilter result
         with an empty node); before, only when no node was worth trying at all."""
         return self.minor >= 24
+
+    @property
+    def unfiltered_nodes_unresolvable(self) -> bool:
+        """1.28 on (kubernetes#125197; the pinned 1.28.15 has it): a node the search never filtered counts as
+        UnschedulableAndUnresolvable for preemption ("Preemption is not helpful"); before, its missing status read
+        as a success and preemption tried it."""
+        return self.minor >= 28
 
     @property
     def extender_appends_reasons(self) -> bool:

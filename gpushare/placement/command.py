@@ -89,6 +89,15 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help="its configuration API, as rendered (default: the one gpushare renders for that minor)",
     )
     p.add_argument(
+        "--percentage-of-nodes-to-score",
+        type=percentage,
+        default=0,
+        metavar="N",
+        help="the scheduler configuration's percentageOfNodesToScore, 0-100 (upstream, from 100 nodes: kube-scheduler "
+        "filters until it has found that share of the nodes fit, then scores only those; default 0: unset, "
+        "kube-scheduler's adaptive share, 50%% minus 1%% per 125 nodes, at least 5%% and 100 nodes)",
+    )
+    p.add_argument(
         "--gpu-memory-unit",
         choices=tuple(MIB_PER_UNIT),
         help="unit the objects' aliyun.com/gpu-mem numbers are in (default 1GiB)",
@@ -130,6 +139,17 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
 
 
+def percentage(text: str) -> int:
+    """percentageOfNodesToScore as the configuration takes it: a whole number from 0 to 100."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to 100")
+    return value
+
+
 @dataclass
 class PlaceRequest:
     nodes: list[str]
@@ -149,6 +169,8 @@ class PlaceRequest:
     #: its configuration API (default: the one gpushare renders for that minor).
     kube_version: str | None = None
     scheduler_config_api: str | None = None
+    #: Its configuration's percentageOfNodesToScore (0: unset, the adaptive default).
+    percentage_of_nodes_to_score: int = 0
     quiet: bool = False  # no progress bar on a terminal
 
 
@@ -164,6 +186,7 @@ def main(args: argparse.Namespace) -> int:
         semantics=semantics,
         kube_version=args.kube_version,
         scheduler_config_api=args.scheduler_config_api,
+        percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
         input_unit=unit,
         engine=args.engine,
         node_order=args.node_order,
@@ -189,6 +212,7 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
     order = read_node_order(req.node_order) if req.node_order else None
     inputs = read_inputs(req)
     scheduler, notes = scheduler_profile(req.kube_version, req.scheduler_config_api, inputs.version)
+    scheduler = replace(scheduler, percentage_of_nodes_to_score=req.percentage_of_nodes_to_score)
     base = replace(req.semantics, scheduler=scheduler)
     input_unit = req.input_unit or req.semantics.gpu_memory_unit
 

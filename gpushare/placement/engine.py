@@ -27,6 +27,7 @@ from gpushare.placement.plugins.gpushare import kind
 from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
+from gpushare.placement.sampling import Sampler
 from gpushare.placement.scoreindex import ScoreIndex
 
 
@@ -67,6 +68,8 @@ class FastEngine:
         #: on its node, so the score index, which does not, cannot answer for them.
         self.nominated_floor: int | None = None
         self.unresolvable_memo: dict[tuple[Any, ...], tuple[int, int]] = {}
+        #: Where kube-scheduler's search stops on a large fleet (`sampling`); its cut search runs node by node.
+        self.sampler = Sampler(nodes, profile.scheduler) if profile.scored else None
 
     def key(self, node: Node) -> Key:
         assert self.profile.node_order is not None  # the capacity indexes serve profiles without scores
@@ -302,10 +305,18 @@ def place(
     def attempt(pod: Pod) -> Assignment | Pending:
         if pod.node is not None:
             return engine.preset(pod)
+        sampler = engine.sampler if engine.sampler is not None and engine.sampler.cuts else None
         if pod.key in order:
+            if sampler is not None:  # the pod's real cycle searched as any other did
+                sampler.advance(profile, pod, engine.cycle(pod))
             return engine.fixed(pod, order[pod.key])
         cls = engine.node_class(pod)
         cycle = engine.cycle(pod)
+        if sampler is not None:
+            sampled = sampler.schedule(profile, pod, cycle, explain)
+            if isinstance(sampled, Pending):
+                return sampled
+            return engine.bind(sampled[0], pod, best=False, tied=sampled[1])
         if engine.scored is not None and cycle is None and engine.serves(pod):
             found = engine.scored.choose(pod, cls.members)
             if found is None:

@@ -25,6 +25,7 @@ from gpushare.placement.plugins.defaultpreemption import Outcome
 from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult, Preempted
+from gpushare.placement.sampling import Sampler
 
 PANIC_WORKAROUND = (
     "Upgrade kube-scheduler, or give the pod preemptionPolicy: Never (a PriorityClass with it) until the GPU is free."
@@ -35,6 +36,9 @@ Attempt = Callable[[Pod], Assignment | Pending]
 
 class Engine(Protocol):
     """What preemption asks of an engine."""
+
+    #: Where kube-scheduler's search may stop early (None: the profile has no scores, the search is not modelled).
+    sampler: Sampler | None
 
     def unresolvable(self, pod: Pod, pending: Pending) -> int:
         """How many nodes rejected the pending pod with an UnschedulableAndUnresolvable status."""
@@ -116,7 +120,9 @@ class Preemption:
         evicted: list[Preempted] = []
         while isinstance(outcome, Pending):
             if self._quiet(pod) and not self.explain:  # --explain asks every node, for its answer
-                key = (outcome.nodes, self.engine.unresolvable(pod, outcome), pod.preempts)
+                cut = self._cut_statuses(pod)
+                hopeless = self.engine.unresolvable(pod, outcome) if cut is None else sum(cut)
+                key = (outcome.nodes, hopeless, pod.preempts)
                 known = self.quiet_posts.get(key)
                 if known is None:
                     answer = plugin.without_victims(pod, key[0], key[1])
@@ -212,7 +218,13 @@ class Preemption:
         return cycle_for(self.profile, self.nodes, pod)
 
     def _statuses(self, pod: Pod) -> list[bool]:
-        return unresolvable_statuses(self.profile, self.nodes, pod)
+        cut = self._cut_statuses(pod)
+        return unresolvable_statuses(self.profile, self.nodes, pod) if cut is None else cut
+
+    def _cut_statuses(self, pod: Pod) -> list[bool] | None:
+        """The statuses of the pod's last cycle where kube-scheduler's search stopped early (None: it did not)."""
+        sampler = self.engine.sampler
+        return None if sampler is None else sampler.unresolvable(self.profile, pod)
 
     def _fits(self, node: Node, pod: Pod) -> Rejection | None:
         """The framework's filters on the node as it stands (victims taken off), the pod's counts made again."""

@@ -14,6 +14,7 @@ from gpushare.placement.preemption import unresolvable_statuses
 from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
+from gpushare.placement.sampling import Sampler
 
 
 def place(
@@ -27,6 +28,8 @@ def place(
 ) -> PlacementResult:
     result = PlacementResult(profile.semantics, nodes=nodes)
     order = node_order or {}
+    engine = Plain(nodes, profile)
+    sampler = engine.sampler
 
     def attempt(pod: Pod) -> Assignment | Pending:
         if pod.node is not None:  # created with spec.nodeName: bound at creation, past every filter
@@ -38,6 +41,12 @@ def place(
         fixed = order.get(pod.key)
         candidates = [n for n in nodes if n.name == fixed] if fixed is not None else nodes
         cycle = profile.prefilter(pod, nodes)
+        if sampler is not None and sampler.cuts:
+            if fixed is not None:  # the pod's real cycle searched as any other did
+                sampler.advance(profile, pod, cycle)
+            else:
+                found = sampler.schedule(profile, pod, cycle, explain)
+                return found if isinstance(found, Pending) else bind(profile, found[0], pod, found[1])
         fitting = []
         why: Counter[str] = Counter()
         by_node = []
@@ -61,7 +70,7 @@ def place(
         result,
         tick,
         order,
-        Plain(nodes, profile),
+        engine,
         budgets,
         explain,
     )
@@ -74,6 +83,7 @@ class Plain:
     def __init__(self, nodes: list[Node], profile: Profile) -> None:
         self.nodes = nodes
         self.profile = profile
+        self.sampler = Sampler(nodes, profile.scheduler) if profile.scored else None
 
     def unresolvable(self, pod: Pod, pending: Pending) -> int:
         return sum(unresolvable_statuses(self.profile, self.nodes, pod))

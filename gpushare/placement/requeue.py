@@ -27,12 +27,16 @@ _LIFTABLE = interpodaffinity.LIFTABLE | podtopologyspread.LIFTABLE
 
 
 def _liftable(why: Pending) -> bool:
-    """Rejected by a plugin a bind can satisfy (pod affinity, hard spreading): the pod waits for binds."""
-    return any(reason in _LIFTABLE for reason, _ in why.reasons)
+    """Rejected by a plugin a bind can satisfy (pod affinity, hard spreading), or by the extender on the nodes a
+    cut search filtered (the next search starts elsewhere): the pod waits for binds."""
+    return why.unfiltered > 0 or any(reason in _LIFTABLE for reason, _ in why.reasons)
 
 
 def worth_retrying(waiting: Pod, why: Pending, bound: Pod) -> bool:
-    """The queueing hints of the plugins that rejected `waiting`, for `bound` having been added."""
+    """The queueing hints of the plugins that rejected `waiting`, for `bound` having been added. An extender's
+    rejection requeues the pod on any event (kube-scheduler puts ExtenderName among its unschedulable plugins)."""
+    if why.unfiltered > 0:
+        return True
     reasons = {reason for reason, _ in why.reasons}
     return interpodaffinity.hint(waiting, reasons, bound) or podtopologyspread.hint(waiting, reasons, bound)
 

@@ -42,6 +42,9 @@ class Pending(PodRef):
     nominated: str = ""
     #: With explain: each node's preemption answer (its victims, or why none).
     preemption: tuple[tuple[str, str], ...] = ()
+    #: Nodes kube-scheduler never filtered for it: the search stopped once it had found enough nodes passing its
+    #: own filters, and the extender rejected all of those (`gpushare.placement.sampling`).
+    unfiltered: int = 0
 
     @property
     def filters_message(self) -> str:
