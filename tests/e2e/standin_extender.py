@@ -71,6 +71,8 @@ class StandIn:
     errors: list[str] = field(default_factory=list)  # what a verb failed on, for the test to show
     lock: threading.Lock = field(default_factory=threading.Lock)
     offered: dict[str, set[str]] = field(default_factory=dict)  # settle probe -> nodes kube-scheduler offered it
+    #: pod -> the nodes of each filter call, in the order kube-scheduler lists them (its filters' finishing order)
+    filtered: dict[str, list[list[str]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         api = config.new_client_from_config(config_file=str(self.kubeconfig))
@@ -122,6 +124,8 @@ class StandIn:
         if names is None:
             names = [n["metadata"]["name"] for n in ((args.get("Nodes") or {}).get("items") or [])]
         meta = pod.get("metadata") or {}
+        with self.lock:
+            self.filtered.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", []).append(list(names))
         if str(meta.get("name", "")).startswith(SETTLE_PREFIX):
             with self.lock:
                 self.offered.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", set()).update(names)
