@@ -569,3 +569,53 @@ def test_host_ports_read_from_files(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0 and pending["reasons"] == [
         {"reason": "node(s) didn't have free ports for the requested pod ports", "nodes": 1}
     ]
+
+
+def _large_fleet(tmp_path: Path, count: int = 300) -> Path:
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", "aliyun.com/gpu-mem": "32", "aliyun.com/gpu-count": "2"}
+    nodes = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"n{i:03d}", "labels": {"gpushare": "true"}},
+            "status": {"capacity": capacity, "allocatable": capacity},
+        }
+        for i in range(count)
+    ]
+    path = tmp_path / "nodes.yaml"
+    path.write_text(yaml.safe_dump_all(nodes))
+    return path
+
+
+def test_the_search_on_a_large_fleet_and_percentage_of_nodes_to_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """300 nodes: kube-scheduler filters until 144 fit (the summary says so) and the pod may go to any of several
+    nodes; with --percentage-of-nodes-to-score 100 it scores every node, and the report says which it modelled."""
+    nodes = _large_fleet(tmp_path)
+    work = tmp_path / "work.yaml"
+    work.write_text(yaml.safe_dump(pod("p", 2, scheduler="gpushare-scheduler")))
+    base = ["place", "--semantics", "upstream", "--gpu-memory-unit", "GiB", "--nodes", str(nodes), str(work)]
+    code, out, _ = run(capsys, *base)
+    assert code == 0 and "300 nodes: kube-scheduler stops filtering once 144 nodes fit" in out
+    code, out, _ = run(capsys, *base, "-o", "json")
+    report = json.loads(out)
+    assert not list(REPORT.iter_errors(report))
+    assert report["placements"][0]["tiedWith"] > 1
+    assert report["semantics"]["scheduler"]["percentageOfNodesToScore"] == 0
+    code, out, _ = run(capsys, *base, "--percentage-of-nodes-to-score", "100", "-o", "json")
+    report = json.loads(out)
+    assert report["semantics"]["scheduler"]["percentageOfNodesToScore"] == 100
+    assert report["placements"][0]["tiedWith"] == 300  # every node scored, all alike
+
+
+@pytest.mark.parametrize("value", ["101", "-1", "half"])
+def test_a_bad_percentage_of_nodes_to_score_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    nodes = _large_fleet(tmp_path, 2)
+    with pytest.raises(SystemExit) as exited:
+        main(["place", "--nodes", str(nodes), "--percentage-of-nodes-to-score", value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "--percentage-of-nodes-to-score" in err and "0 to 100" in err

@@ -70,6 +70,7 @@ class FastEngine:
         self.unresolvable_memo: dict[tuple[Any, ...], tuple[int, int]] = {}
         #: Where kube-scheduler's search stops on a large fleet (`sampling`); its cut search runs node by node.
         self.sampler = Sampler(nodes, profile.scheduler) if profile.scored else None
+        self.capable: dict[tuple[Any, ...], int] = {}
 
     def key(self, node: Node) -> Key:
         assert self.profile.node_order is not None  # the capacity indexes serve profiles without scores
@@ -204,6 +205,19 @@ class FastEngine:
             pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
         )
 
+    def search_cut(self, pod: Pod, cls: NodeClass) -> bool:
+        """kube-scheduler's search for the pod may stop before the last node: more nodes than it looks for could
+        pass its filters. Where no more than that many members of the pod's class could hold it even empty, every
+        node is filtered, the start does not move, and the indexes answer as on a small fleet."""
+        sampler = self.sampler
+        if sampler is None or not sampler.cuts:
+            return False
+        key = (pod.static_signature, pod.node_gpu_mem, pod.cpu, pod.memory, pod.other)
+        capable = self.capable.get(key)
+        if capable is None:
+            capable = self.capable[key] = sum(1 for n in cls.members if noderesources.could_ever_fit(n, pod))
+        return capable > sampler.wanted
+
     def serves(self, pod: Pod) -> bool:
         """The score index answers for the pod: it holds what decides its fit, and no nomination counts for it."""
         floor = self.nominated_floor
@@ -305,12 +319,12 @@ def place(
     def attempt(pod: Pod) -> Assignment | Pending:
         if pod.node is not None:
             return engine.preset(pod)
-        sampler = engine.sampler if engine.sampler is not None and engine.sampler.cuts else None
+        cls = engine.node_class(pod)
+        sampler = engine.sampler if engine.search_cut(pod, cls) else None
         if pod.key in order:
             if sampler is not None:  # the pod's real cycle searched as any other did
                 sampler.advance(profile, pod, engine.cycle(pod))
             return engine.fixed(pod, order[pod.key])
-        cls = engine.node_class(pod)
         cycle = engine.cycle(pod)
         if sampler is not None:
             sampled = sampler.schedule(profile, pod, cycle, explain)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from gpushare import jsontext
-from gpushare.domain import kinds
+from gpushare.domain import kinds, kubescheduler
 from gpushare.domain.profiles import MIB_PER_UNIT, UNIT_GIB
 from gpushare.placement.model import Node, Semantics
 from gpushare.placement.result import Pending, PlacementResult
@@ -50,7 +50,11 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
             "gpuMemoryUnit": sem.gpu_memory_unit,
             "cgpuMaxPodsPerGpu": sem.cgpu_max_pods_per_gpu,
             "schedulerName": sem.served_scheduler,
-            "scheduler": {"kubernetesMinor": f"1.{sem.scheduler.minor}", "configApi": sem.scheduler.api},
+            "scheduler": {
+                "kubernetesMinor": f"1.{sem.scheduler.minor}",
+                "configApi": sem.scheduler.api,
+                "percentageOfNodesToScore": sem.scheduler.percentage_of_nodes_to_score,
+            },
         },
         "summary": summary(result),
         "placements": [
@@ -103,6 +107,8 @@ def pending_dict(p: Pending) -> dict[str, Any]:
     }
     if p.nominated:
         doc["nominatedNode"] = p.nominated
+    if p.unfiltered:
+        doc["unfiltered"] = p.unfiltered
     if p.by_node:
         doc["byNode"] = [{"node": n, "plugin": r.plugin, "reason": "; ".join(r.reasons)} for n, r in p.by_node]
     if p.preemption:
@@ -194,11 +200,21 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
     ]
     if result.semantics.name == "upstream":
         lines.append(f"nodes chosen as {result.semantics.scheduler.label} scores them")
+        total = len(result.nodes)
+        percentage = result.semantics.scheduler.percentage_of_nodes_to_score
+        searched = kubescheduler.num_feasible_nodes_to_find(total, percentage)
+        if searched < total:
+            lines.append(
+                f"{total} nodes: kube-scheduler stops filtering once {searched} nodes fit (percentageOfNodesToScore "
+                f"{percentage or 'unset'}), starting where the previous pod's search ended, and scores those only; "
+                "the dry run searches the same way"
+            )
     if tied:
         count = sum(1 for a in result.placements if a.tied_with > 1)
         lines.append(
-            f"TIED ~N: {count} pods had N nodes with the best score; kube-scheduler picks one of them at random, "
-            "the dry run the one with the most GPU memory free on a device, then by name"
+            f"TIED ~N: {count} pods may go to any of N nodes: tied on the best score, or, where the search stopped "
+            "early, the best of whichever nodes kube-scheduler's parallel filters found first; the dry run takes "
+            "the one with the most GPU memory free on a device, then by name"
         )
     lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines) + "\n"

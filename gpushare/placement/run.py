@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from gpushare import collector
-from gpushare.domain import kubescheduler, labels, profiles
+from gpushare.domain import labels, profiles
 from gpushare.errors import InputError, listed
 from gpushare.kube.documents import Source, read_documents
 from gpushare.kube.nodes import NodeInfo
@@ -94,7 +94,7 @@ def run(
         *quota_notes,
         *_preset(inventory, plugins),
         *_replay_gaps(inventory, node_order or {}),
-        *_model_limits(inventory, plugins),
+        *_model_limits(inventory),
     ]
     return result
 
@@ -152,7 +152,7 @@ def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None
         )
 
 
-def _model_limits(inventory: Inventory, plugins: Profile) -> list[str]:
+def _model_limits(inventory: Inventory) -> list[str]:
     """Where this run goes beyond what the dry run models (README: what the dry run cannot tell you), and nodes whose
     GPU memory no GPU pod can use."""
     deviceless = [n.name for n in inventory.nodes if n.gpu_mem and not n.gpus]
@@ -162,18 +162,7 @@ def _model_limits(inventory: Inventory, plugins: Profile) -> list[str]:
             f"{listed(deviceless)}: {labels.GPU_MEM} without {labels.GPU_COUNT}: the extender makes no device for "
             "such a node, so no GPU pod lands there (the device plugin reports both; check it runs there)"
         )
-    if not plugins.scored:  # kube-scheduler's node choice is modelled only where its scores are
-        return notes
-    total = len(inventory.nodes)
-    searched = kubescheduler.num_feasible_nodes_to_find(total)
-    if searched >= total:
-        return notes
-    return [
-        *notes,
-        f"{total} nodes: kube-scheduler (percentageOfNodesToScore unset) stops filtering once it has found {searched} "
-        "feasible nodes, starting where the previous pod's search ended, and scores only those; the dry run scores "
-        f"every feasible node, so where more than {searched} fit, the real node may be another",
-    ]
+    return notes
 
 
 def _sources(objects: Iterable[Mapping[str, Any]], where: str) -> list[Source]:

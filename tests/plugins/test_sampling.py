@@ -1,9 +1,10 @@
 """kube-scheduler's search on a large fleet (schedule_one.go findNodesThatPassFilters, numFeasibleNodesToFind,
 nextStartNodeIndex; internal/cache node_tree.go): upstream's TestNumFeasibleNodesToFind and TestFairEvaluationForNodes
-as tables, then whole runs through both engines. The real scheduler judges the same in tests/e2e/test_sampling.py."""
+as tables, then whole runs through both engines. The real scheduler judges the same in tests/e2e/test_large_fleet.py."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -165,3 +166,30 @@ def test_fewer_than_100_nodes_are_all_filtered() -> None:
     nodes = [gpu_node(f"n{i:02d}", cpu="64" if i == 98 else "8") for i in range(99)]
     result = place(nodes, [gpu_pod("p0")], semantics=semantics())
     assert [(a.node, a.tied_with) for a in result.placements] == [("n98", 1)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_both_engines_search_alike(seed: int) -> None:
+    """Random fleets of 100-260 nodes (some without GPUs, some tainted, in zones) and pods of random sizes, some
+    pinned by --node-order: the fast engine's shortcut (a class too small for the search to stop early) and the
+    reference's plain search agree pod for pod, ties and messages included."""
+    rng = random.Random(seed)
+    nodes = []
+    for i in range(rng.randint(100, 260)):
+        gpus = rng.choice([0, 1, 2, 4])
+        extra: dict[str, Any] = {"labels": {"topology.kubernetes.io/zone": f"z{rng.randint(0, 2)}"}}
+        if rng.random() < 0.1:
+            extra["taints"] = [{"key": "k", "effect": "NoSchedule"}]
+        nodes.append(
+            node(f"n{i:03d}", gpus=gpus, per_gpu=rng.choice([8, 16]), cpu=rng.choice(["4", "8", "32"]), **extra)
+        )
+    pods = [gpu_pod(f"p{k}", rng.choice([1, 2, 6, 12, 20])) for k in range(rng.randint(20, 60))]
+    order = {f"default/p{k}": f"n{rng.randint(0, 99):03d}" for k in range(0, len(pods), 7)}
+    chosen = semantics(rng.choice([20, 28, 33, 36]))
+    results = [
+        place(nodes, pods, semantics=chosen, engine=engine, node_order=order)  # type: ignore[arg-type]
+        for engine in ("fast", "reference")
+    ]
+    fast, reference = results
+    assert fast.placements == reference.placements
+    assert fast.pending == reference.pending

@@ -48,6 +48,14 @@ def exhausted(node: Node, pod: Pod) -> bool:
     return any(amount and node.other_used.get(name, 0) + amount > node.other.get(name, 0) for name, amount in pod.other)
 
 
+def could_ever_fit(node: Node, pod: Pod) -> bool:
+    """Fit could pass on the node empty: what it can allocate holds the pod's requests (an upper bound on the nodes
+    Fit passes, whatever runs there)."""
+    if node.pods < 1 or pod.cpu > node.cpu or pod.memory > node.memory or pod.node_gpu_mem > node.gpu_mem:
+        return False
+    return all(amount <= node.other.get(name, 0) for name, amount in pod.other)
+
+
 def least_allocated(node: Node, cpu: int, memory: int, scheduler: ScoringProfile) -> int:
     """LeastAllocated on cpu and memory (weights 1), the non-zero requests of the node plus `cpu`/`memory`. Written
     out per resource: the fast engine asks it for every node a bind changes, in every kind of pod's view."""
