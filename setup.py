@@ -46,6 +46,7 @@ COMPILED = [
     "gpushare/placement/plugins/tainttoleration.py",
     "gpushare/placement/requeue.py",
     "gpushare/placement/result.py",
+    "gpushare/placement/sampling.py",
     "gpushare/placement/scoreindex.py",
     "gpushare/domain/kubescheduler.py",
     "gpushare/kube/podspec.py",

@@ -102,6 +102,10 @@ class Node:
     #: Pending pods preemption nominated to this node (status.nominatedNodeName): the filters count those of at
     #: least a pod's priority as if they ran here (RunFilterPluginsWithNominatedPods).
     nominated: list[Pod] = field(default_factory=list)
+    #: Bumped by every pod added or removed, so what is counted over `bound` can be kept until it changes.
+    changes: int = 0
+    #: PodTopologySpread's count of bound pods a selector matches, by (selector, namespace): (changes, count).
+    matching: dict[tuple[Any, str], tuple[int, int]] = field(default_factory=dict)
 
     @property
     def gpu_total(self) -> int:
@@ -124,6 +128,7 @@ class Node:
         self.cpu_nz_used += pod.nz_cpu
         self.memory_nz_used += pod.nz_memory
         self.bound.append(pod)
+        self.changes += 1
         if pod.host_ports:
             self.ports.extend(pod.host_ports)
         self.pods_used += 1
@@ -146,6 +151,7 @@ class Node:
     def remove_pod(self, pod: Pod) -> None:
         """A bound pod deleted (preempted): `add_pod` undone (NodeInfo.RemovePod), its devices given back."""
         del self.bound[next(i for i, p in enumerate(self.bound) if p is pod)]
+        self.changes += 1
         self.cpu_used -= pod.cpu
         self.memory_used -= pod.memory
         self.cpu_nz_used -= pod.nz_cpu

@@ -55,6 +55,10 @@ class AckGpuShare(GpuShare):
         """ACK's device plugin always reports gpu-count; a node without it is taken as one GPU holding the memory."""
         return (gpu_count or 1) if gpu_mem else 0
 
+    def room_decides(self, pod: Pod) -> bool:
+        """Node modes, per-GPU pod caps and compute ask more of a device than room."""
+        return False
+
     def mixes(self, node: Node, kind: str) -> bool:
         return (kind == "compute" and node.mem_only_pods > 0) or (kind == "mem" and node.compute_pods > 0)
 

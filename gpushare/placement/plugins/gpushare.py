@@ -65,6 +65,11 @@ class GpuShare(Plugin):
     def usable(self, gpu: Gpu, pod: Pod, node: Node) -> bool:
         return gpu.free >= pod.per_gpu and self.eligible(gpu, node, kind(pod))
 
+    def room_decides(self, pod: Pod) -> bool:
+        """A one-device pod fits wherever the node's `room` (the most free on a healthy device, at most what the
+        node has left) holds it: every device may take any pod here. ACK's rules ask more of a device."""
+        return pod.gpu_count == 1 and not pod.core
+
     def limit_reason(self) -> str:
         """Why no device took a pod that had memory enough on each: ACK's per-GPU pod cap."""
         return ""
@@ -73,7 +78,7 @@ class GpuShare(Plugin):
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         """Is there room on the GPUs themselves? Pods without GPU memory are not the extender's."""
-        if not pod.wants_gpu:
+        if not pod.wants_gpu or (node.room >= pod.per_gpu and self.room_decides(pod)):
             return []
         if self.mixes(node, kind(pod)):
             return [

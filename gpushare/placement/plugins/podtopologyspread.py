@@ -160,10 +160,17 @@ class Counts:
 
 
 def matching_pods(node: Node, selector: LabelSelector, namespace: str) -> int:
-    """countPodsMatchSelector: pods bound to the node, in the namespace, that the selector matches."""
+    """countPodsMatchSelector: pods bound to the node, in the namespace, that the selector matches. Kept on the node
+    until a pod comes or goes: a search scores the same nodes for pod after pod, and most did not change."""
     if selector.empty:
         return 0
-    return sum(1 for p in node.bound if p.namespace == namespace and selector.matches(p.label_map))
+    key = (selector, namespace)
+    known = node.matching.get(key)
+    if known is not None and known[0] == node.changes:
+        return known[1]
+    count = sum(1 for p in node.bound if p.namespace == namespace and selector.matches(p.label_map))
+    node.matching[key] = (node.changes, count)
+    return count
 
 
 def included(node: Node, pod: Pod, constraint: SpreadConstraint) -> bool:
