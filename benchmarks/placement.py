@@ -207,7 +207,7 @@ def main() -> int:
     scale = 8 if args.quick else 1
     # the installed gpushare: a wheel's engine is compiled by mypyc, an editable install's is its Python source
     print(f"placement engine: {engine_build()}")
-    for case in args.only or [c for c in CASES if c != "searched"]:
+    for case in [c for c in args.only or CASES if c != "searched"]:
         semantics, _ = CASES[case]
         print(
             f"\n{case}: {semantics.name} semantics"
