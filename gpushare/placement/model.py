@@ -104,8 +104,9 @@ class Node:
     nominated: list[Pod] = field(default_factory=list)
     #: Bumped by every pod added or removed, so what is counted over `bound` can be kept until it changes.
     changes: int = 0
-    #: PodTopologySpread's count of bound pods a selector matches, by (selector, namespace): (changes, count).
-    matching: dict[tuple[Any, str], tuple[int, int]] = field(default_factory=dict)
+    #: PodTopologySpread's count of bound pods a selector matches, by its number for the selector and namespace:
+    #: (changes, count).
+    matching: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def gpu_total(self) -> int:

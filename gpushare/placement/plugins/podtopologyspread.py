@@ -14,6 +14,7 @@ among the inputs (the template is taken as unchanged), else one made up for the 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -159,12 +160,28 @@ class Counts:
     min_match: int = 2**31 - 1  # math.MaxInt32 when no domain is eligible
 
 
-def matching_pods(node: Node, selector: LabelSelector, namespace: str) -> int:
+#: A number per (selector, namespace) counted, never given twice in a process: nodes keep their counts under it
+#: (hashing a selector for every node and pod cost more than the count it saved). Forgotten past a size; a
+#: forgotten pair gets a new number, and what nodes kept under the old one is simply never read again.
+_NUMBERS: dict[tuple[LabelSelector, str], int] = {}
+_NEXT = itertools.count()
+
+
+def _number(selector: LabelSelector, namespace: str) -> int:
+    found = _NUMBERS.get((selector, namespace))
+    if found is None:
+        if len(_NUMBERS) >= 65536:
+            _NUMBERS.clear()
+        found = _NUMBERS[(selector, namespace)] = next(_NEXT)
+    return found
+
+
+def matching_pods(node: Node, selector: LabelSelector, namespace: str, key: int) -> int:
     """countPodsMatchSelector: pods bound to the node, in the namespace, that the selector matches. Kept on the node
-    until a pod comes or goes: a search scores the same nodes for pod after pod, and most did not change."""
+    under `key` (`_number` of the selector and namespace) until a pod comes or goes: a search scores the
+    same nodes for pod after pod, and most did not change."""
     if selector.empty:
         return 0
-    key = (selector, namespace)
     known = node.matching.get(key)
     if known is not None and known[0] == node.changes:
         return known[1]
@@ -255,6 +272,8 @@ class PodTopologySpread(Plugin):
 
     def __init__(self, scheduler: ScoringProfile) -> None:
         self.scheduler = scheduler
+        #: (pod, nodes, their changes, counts) of the last `_domain_counts`
+        self.domain_memo: tuple[Pod, Sequence[Node], int, dict[tuple[str, str], int]] | None = None
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         return bool(pod.hard_spread)
@@ -269,11 +288,12 @@ class PodTopologySpread(Plugin):
         state = Counts(constraint)
         keys = [c.topology_key for c in pod.hard_spread]
         eligible = [n for n in nodes if all(k in n.labels for k in keys) and included(n, pod, constraint)]
+        number = _number(constraint.selector, pod.namespace)
         if self.scheduler.spread_counts_eligible_only:
             for node in eligible:
                 value = node.labels[constraint.topology_key]
                 state.counts[value] = state.counts.get(value, 0) + matching_pods(
-                    node, constraint.selector, pod.namespace
+                    node, constraint.selector, pod.namespace, number
                 )
         else:
             for node in eligible:
@@ -281,7 +301,7 @@ class PodTopologySpread(Plugin):
             for node in nodes:  # a node without the key counts in the domain "" if an eligible node opened it
                 value = node.labels.get(constraint.topology_key, "")
                 if value in state.counts:
-                    state.counts[value] += matching_pods(node, constraint.selector, pod.namespace)
+                    state.counts[value] += matching_pods(node, constraint.selector, pod.namespace, number)
         if state.counts:
             state.min_match = min(state.counts.values())
             if self.scheduler.spread_min_domains and len(state.counts) < constraint.min_domains:
@@ -307,6 +327,28 @@ class PodTopologySpread(Plugin):
                 return [SPREAD_CONSTRAINTS]
         return []
 
+    def _domain_counts(
+        self, pod: Pod, all_nodes: Sequence[Node], keys: list[str], numbers: list[int]
+    ) -> dict[tuple[str, str], int]:
+        """The matching pods of every domain but hosts, over the nodes the pod could count. Kept while the same pod
+        is scored on the same nodes and no pod came or went (a search scores the nodes it found, then every node
+        that fits)."""
+        changes = sum(n.changes for n in all_nodes)
+        memo = self.domain_memo
+        if memo is not None and memo[0] is pod and memo[1] is all_nodes and memo[2] == changes:
+            return memo[3]
+        counts: dict[tuple[str, str], int] = {}
+        for node in all_nodes:
+            if pod.spread_own and not all(k in node.labels for k in keys):
+                continue
+            for c, number in zip(pod.spread, numbers, strict=True):
+                if c.topology_key == ks.HOSTNAME_LABEL or not included(node, pod, c):
+                    continue
+                pair = (c.topology_key, node.labels.get(c.topology_key, ""))
+                counts[pair] = counts.get(pair, 0) + matching_pods(node, c.selector, pod.namespace, number)
+        self.domain_memo = (pod, all_nodes, changes, counts)
+        return counts
+
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         """Fewer matching pods in a node's domains scores higher (podtopologyspread/scoring.go).
 
@@ -327,23 +369,20 @@ class PodTopologySpread(Plugin):
                     pair_counts[(key, node.labels.get(key, ""))] = 0
                     domains[i] += 1
         found = weights(keys, len(feasible) - len(ignored), domains)
-        for node in all_nodes:
-            if pod.spread_own and not all(k in node.labels for k in keys):
-                continue
-            for c in constraints:
-                pair = (c.topology_key, node.labels.get(c.topology_key, ""))
-                if pair in pair_counts and included(node, pod, c):
-                    pair_counts[pair] += matching_pods(node, c.selector, pod.namespace)
+        numbers = [_number(c.selector, pod.namespace) for c in constraints]
+        every = self._domain_counts(pod, all_nodes, keys, numbers)
+        for pair in pair_counts:
+            pair_counts[pair] = every.get(pair, 0)
         raw = []
         for node in feasible:
             if node.id in ignored:
                 raw.append(0)
                 continue
             counts = [
-                matching_pods(node, c.selector, pod.namespace)
+                matching_pods(node, c.selector, pod.namespace, number)
                 if c.topology_key == ks.HOSTNAME_LABEL
                 else pair_counts.get((c.topology_key, node.labels.get(c.topology_key, "")), 0)
-                for c in constraints
+                for c, number in zip(constraints, numbers, strict=True)
             ]
             raw.append(raw_score(constraints, [node.labels.get(k) for k in keys], counts, found, self.scheduler))
         return normalize(raw, [n.id in ignored for n in feasible])
