@@ -174,7 +174,7 @@ class Sampler:
 def pending(pod: Pod, sample: Sample, total: int, explain: bool) -> Pending:
     """The pod fits none of the nodes filtered: kube-scheduler's message counts those only, out of every node."""
     why = Counter(reason for _, rejected in sample.rejected for reason in rejected.reasons)
-    by_node = tuple((n.name, r) for n, r in sample.rejected) if explain else ()
+    by_node = tuple((n.name, r) for n, r in sorted(sample.rejected, key=lambda item: item[0].id)) if explain else ()
     return Pending(
         pod.namespace,
         pod.name,
