@@ -309,6 +309,12 @@ class ScoringProfile:
         return self.minor >= 24
 
     @property
+    def nominated_search_resets_start(self) -> bool:
+        """1.22-1.24: trying a nominated node first searches a list of that one node, and the search's end is taken
+        modulo its length: the next search starts at the first node again (kubernetes#110947 fixed it in 1.25)."""
+        return 22 <= self.minor <= 24
+
+    @property
     def unfiltered_nodes_unresolvable(self) -> bool:
         """1.28 on (kubernetes#125197; the pinned 1.28.15 has it): a node the search never filtered counts as
         UnschedulableAndUnresolvable for preemption ("Preemption is not helpful"); before, its missing status read

@@ -206,3 +206,30 @@ def test_explain_lists_the_nodes_filtered_alike_in_both_engines() -> None:
     assert fast.pending == reference.pending
     (pending,) = fast.pending
     assert [name for name, _ in pending.by_node] == [f"n{i:03d}" for i in range(144)]
+
+
+@pytest.mark.parametrize(("minor", "lands"), [(24, "small"), (28, "n150")])
+def test_1_22_to_1_24_start_over_after_trying_a_nominated_node(minor: int, lands: str) -> None:
+    """300 one-GPU nodes, each GPU held by a low-priority pod; n150 has the most cpu. `warm` (no GPU) moves the
+    start to 144; `high` preempts and is nominated; its next cycle tries that node first, which in 1.22-1.24 sets
+    the start back to 0 (a search over one node, modulo one). `probe` then searches n000-n143 (a small node) on
+    1.24, and n144-n287 (n150) on 1.28."""
+    nodes = [node(f"n{i:03d}", gpus=1, per_gpu=16, cpu="64" if i == 150 else "8") for i in range(300)]
+    classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        for name, value in (("low", 10), ("high", 1000))
+    ]
+    running = []
+    for i in range(300):
+        held = gpu_pod(f"r{i}", 16)
+        held["spec"] |= {"nodeName": f"n{i:03d}", "priorityClassName": "low"}
+        held["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": "0", "ALIYUN_COM_GPU_MEM_POD": "16"}
+        held["status"] = {"phase": "Running"}
+        running.append(held)
+    high = gpu_pod("high", 16)
+    high["spec"]["priorityClassName"] = "high"
+    pods = [pod("warm"), high, pod("probe")]
+    result = place(nodes, pods, existing=[*classes, *running], semantics=semantics(minor))
+    placed = {a.name: a.node for a in result.placements}
+    assert "high" in placed and len(result.preempted) == 1
+    assert (placed["probe"] == "n150") == (lands == "n150")
