@@ -172,9 +172,8 @@ class Preemption:
         scheduler = self.profile.scheduler
         if not scheduler.prefers_nominated_node:
             return self.attempt(pod)
-        sampler = self.engine.sampler
-        if sampler is not None and scheduler.nominated_search_resets_start:
-            sampler.start = 0
+        if self.engine.sampler is not None and scheduler.nominated_search_resets_start:
+            self.engine.sampler.restart()
         found = self.engine.nominated(pod, node.name)
         if found is not None:
             return found

@@ -94,7 +94,7 @@ def run(
         *quota_notes,
         *_preset(inventory, plugins),
         *_replay_gaps(inventory, node_order or {}),
-        *_model_limits(inventory),
+        *_deviceless(inventory),
     ]
     return result
 
@@ -152,17 +152,15 @@ def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None
         )
 
 
-def _model_limits(inventory: Inventory) -> list[str]:
-    """Where this run goes beyond what the dry run models (README: what the dry run cannot tell you), and nodes whose
-    GPU memory no GPU pod can use."""
-    deviceless = [n.name for n in inventory.nodes if n.gpu_mem and not n.gpus]
-    notes = []
-    if deviceless:
-        notes.append(
-            f"{listed(deviceless)}: {labels.GPU_MEM} without {labels.GPU_COUNT}: the extender makes no device for "
-            "such a node, so no GPU pod lands there (the device plugin reports both; check it runs there)"
-        )
-    return notes
+def _deviceless(inventory: Inventory) -> list[str]:
+    """Nodes whose GPU memory no GPU pod can use: the extender makes no device without a GPU count."""
+    names = [n.name for n in inventory.nodes if n.gpu_mem and not n.gpus]
+    if not names:
+        return []
+    return [
+        f"{listed(names)}: {labels.GPU_MEM} without {labels.GPU_COUNT}: the extender makes no device for such a "
+        "node, so no GPU pod lands there (the device plugin reports both; check it runs there)"
+    ]
 
 
 def _sources(objects: Iterable[Mapping[str, Any]], where: str) -> list[Source]:

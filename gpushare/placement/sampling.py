@@ -109,6 +109,11 @@ class Sampler:
                 passed.append(node)
         return Sample(passed, rejected, len(feasible), processed, complete)
 
+    def restart(self) -> None:
+        """1.22-1.24 (`nominated_search_resets_start`): trying a nominated node first searched a one-node list, whose
+        end modulo one sends the next search back to the first node."""
+        self.start = 0
+
     def advance(self, profile: Profile, pod: Pod, cycle: Cycle | None) -> None:
         """A scheduling cycle whose outcome the run already knows (a replayed pod): only where the search ends
         matters, for the next pod's start."""
