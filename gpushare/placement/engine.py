@@ -29,6 +29,7 @@ from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 from gpushare.placement.sampling import Sampler
 from gpushare.placement.scoreindex import ScoreIndex
+from gpushare.placement.searchindex import SearchIndex
 
 
 class NodeClass:
@@ -70,6 +71,8 @@ class FastEngine:
         self.unresolvable_memo: dict[tuple[Any, ...], tuple[int, int]] = {}
         #: Where kube-scheduler's search stops on a large fleet (`sampling`); its cut search runs node by node.
         self.sampler = Sampler(nodes, profile.scheduler) if profile.scored else None
+        #: The same search for the pods the score index serves, over arrays in search order.
+        self.searched = SearchIndex.of(self.sampler, self.scored)
         self.capable: dict[tuple[Any, ...], int] = {}
 
     def key(self, node: Node) -> Key:
@@ -255,6 +258,7 @@ class FastEngine:
             self.anti_affinity_bound -= 1
         self.version += 1
         self.scored = ScoreIndex(self.nodes, self.profile, self.pods) if self.profile.scored else None
+        self.searched = SearchIndex.of(self.sampler, self.scored)
         for cls in self.classes.values():
             cls.indexes.clear()
         self.entries = {n.id: [] for n in self.nodes}
@@ -326,13 +330,17 @@ def place(
                 sampler.advance(profile, pod, engine.cycle(pod))
             return engine.fixed(pod, order[pod.key])
         cycle = engine.cycle(pod)
-        if sampler is not None:
+        served = engine.scored is not None and cycle is None and engine.serves(pod)
+        searched = engine.searched if sampler is not None and served and not explain else None
+        if sampler is not None and (searched is None or not searched.serves(pod)):  # node by node
             sampled = sampler.schedule(profile, pod, cycle, explain)
             if isinstance(sampled, Pending):
                 return sampled
             return engine.bind(sampled[0], pod, best=False, tied=sampled[1])
-        if engine.scored is not None and cycle is None and engine.serves(pod):
-            found = engine.scored.choose(pod, cls.members)
+        if served and engine.scored is not None:
+            found = engine.scored.choose(pod, cls.members) if searched is None else searched.schedule(pod, cls)
+            if isinstance(found, Pending):
+                return found
             if found is None:
                 return engine.pending(pod, cls)
             return engine.bind(found[0], pod, best=False, tied=found[1])

@@ -120,8 +120,9 @@ class Preemption:
         evicted: list[Preempted] = []
         while isinstance(outcome, Pending):
             if self._quiet(pod) and not self.explain:  # --explain asks every node, for its answer
-                cut = self._cut_statuses(pod)
-                hopeless = self.engine.unresolvable(pod, outcome) if cut is None else sum(cut)
+                sampler = self.engine.sampler
+                cut = None if sampler is None else sampler.hopeless(self.profile, pod)
+                hopeless = self.engine.unresolvable(pod, outcome) if cut is None else cut
                 key = (outcome.nodes, hopeless, pod.preempts)
                 known = self.quiet_posts.get(key)
                 if known is None:

@@ -100,7 +100,7 @@ def _retry(bound: Pod, waiting: list[tuple[Pod, Pending]], attempt: Attempt, res
                 still.append((pod, before))
                 continue
             outcome = attempt(pod)
-            position = result.pending.index(before)
+            position = next(i for i, p in enumerate(result.pending) if p is before)  # not ==: records may be equal
             if isinstance(outcome, Pending):
                 result.pending[position] = outcome
                 if _liftable(outcome):

@@ -72,8 +72,10 @@ class Sampler:
         self.order = search_order(nodes)
         self.wanted = ks.num_feasible_nodes_to_find(len(self.order), scheduler.percentage_of_nodes_to_score)
         self.start = 0
-        #: The last cycle of each pod left pending by a cut search: preemption reads which nodes it filtered.
-        self.cut_pending: dict[str, Sample] = {}
+        #: The last cycle of each pod left pending by a cut search, for preemption to read which nodes it filtered:
+        #: the cycle itself, or (from the search over arrays) where it started and how many nodes it found
+        #: UnschedulableAndUnresolvable, the cycle made again only if preemption looks at nodes one by one.
+        self.cut_pending: dict[str, Sample | Cut] = {}
 
     @property
     def cuts(self) -> bool:
@@ -81,15 +83,25 @@ class Sampler:
         return self.wanted < len(self.order)
 
     def filter(self, profile: Profile, pod: Pod, cycle: Cycle | None, extender: bool = True) -> Sample:
-        """Filter from where the last search ended until `wanted` nodes pass the framework's filters (the next one
-        that passes ends the search and is not counted), then ask the extender about those; move the start on."""
+        """Filter from where the last search ended (`search`) and move the start on by the nodes processed."""
+        sample = self.search(profile, pod, cycle, self.start, extender)
+        self.moved(sample.processed)
+        return sample
+
+    def moved(self, processed: int) -> None:
+        """nextStartNodeIndex moves on by the nodes a search processed (a search of every node leaves it)."""
+        self.start = (self.start + processed) % len(self.order) if self.order else 0
+
+    def search(self, profile: Profile, pod: Pod, cycle: Cycle | None, start: int, extender: bool = True) -> Sample:
+        """Filter from `start` until `wanted` nodes pass the framework's filters (the next one that passes ends the
+        search and is not counted), then ask the extender about those."""
         order, total = self.order, len(self.order)
         feasible: list[Node] = []
         rejected: list[tuple[Node, Rejection]] = []
         processed = 0
         complete = True
         for i in range(total):
-            node = order[(self.start + i) % total]
+            node = order[(start + i) % total]
             why = profile.framework_rejection(node, pod, cycle)
             if why is not None:
                 rejected.append((node, why))
@@ -99,7 +111,6 @@ class Sampler:
             else:
                 feasible.append(node)
             processed += 1
-        self.start = (self.start + processed) % total if total else 0
         passed = []
         for node in feasible if extender else ():
             reasons = profile.gpus.filter(node, pod, cycle)
@@ -171,9 +182,28 @@ class Sampler:
         sample = self.cut_pending.get(pod.key)
         if sample is None:
             return None
+        if isinstance(sample, Cut):  # the nodes are as they were: nothing was bound since the pod's cycle
+            sample = self.cut_pending[pod.key] = self.search(profile, pod, None, sample.start)
         absent = profile.scheduler.unfiltered_nodes_unresolvable
         statuses = {n.id: profile.unresolvable(r, n, pod) for n, r in sample.rejected}
         return [statuses.get(n.id, absent) for n in self.nodes]
+
+    def hopeless(self, profile: Profile, pod: Pod) -> int | None:
+        """How many nodes' statuses `unresolvable` calls UnschedulableAndUnresolvable (None: the cycle was not cut)."""
+        sample = self.cut_pending.get(pod.key)
+        if isinstance(sample, Cut):
+            return sample.hopeless
+        statuses = self.unresolvable(profile, pod)
+        return None if statuses is None else sum(statuses)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A pending pod's cut search, found over arrays (`searchindex`): where it started, and how many nodes' statuses
+    were UnschedulableAndUnresolvable (never filtered ones included, from 1.28)."""
+
+    start: int
+    hopeless: int
 
 
 def pending(pod: Pod, sample: Sample, total: int, explain: bool) -> Pending:

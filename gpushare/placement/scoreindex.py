@@ -271,11 +271,29 @@ class View:
         return None if found is None else self.select(found, None)
 
     def select(self, found: list[tuple[GroupKey, Entry]], spread: Spread | None) -> tuple[int, int]:
-        """The winner among the feasible groups: each group's best node totals its normalised parts (over the
-        feasible groups, as kube-scheduler normalises over the feasible nodes) and its local score."""
+        """The winner among the feasible groups: the best node of a group with the highest total (`totals`), the
+        first of those by (-GPU room, name, id), `framework.tie_break`, and how many nodes tie with it."""
         if len(found) == 1:  # one group: its best node wins, the normalised parts alike
             _, (_, best, ties) = found[0]
             return self.index.ranking.node_id(best), ties
+        ranking = self.index.ranking
+        totals = self.totals(found, spread)
+        top = max(totals)
+        winner: Key | None = None
+        tied = 0
+        for i in range(len(found)):
+            if totals[i] == top:
+                _, best, ties = found[i][1]
+                tied += ties
+                if winner is None or ranking.tie_break(best) < ranking.tie_break(winner):
+                    winner = best
+        assert winner is not None
+        return ranking.node_id(winner), tied
+
+    def totals(self, found: list[tuple[GroupKey, Entry]], spread: Spread | None) -> list[int]:
+        """Each feasible group's best node's total: its normalised parts (over the feasible groups, as
+        kube-scheduler normalises over the feasible nodes) and its local score. A node of a group totals its own
+        local score and the same normalised parts."""
         ranking = self.index.ranking
         totals = [ranking.local(entry[1]) for _, entry in found]
         # a part alike on every group shifts every total alike: it changes neither the winner nor the ties
@@ -292,18 +310,7 @@ class View:
         if spread is not None and self.w_spread:
             for i, score in enumerate(spread.scores(found)):
                 totals[i] += self.w_spread * score
-        top = max(totals)
-        winner: Key | None = None
-        tied = 0
-        for i in range(len(found)):
-            if totals[i] == top:
-                _, best, ties = found[i][1]
-                tied += ties
-                # the first by (-GPU room, name, id): `framework.tie_break`
-                if winner is None or ranking.tie_break(best) < ranking.tie_break(winner):
-                    winner = best
-        assert winner is not None
-        return ranking.node_id(winner), tied
+        return totals
 
     def reasons(self, r: int) -> Counter[str]:
         """Why no member takes a request of r, per reason as FitError counts them: what the dropped members lack,
@@ -557,7 +564,7 @@ class ScoreIndex:
         """How many pods the node held when the index's sequence stood at `sequence`."""
         return self.initial[node.id] + bisect_right(self.sequences[node.id], sequence)
 
-    def _lookup(self, pod: Pod, members: Sequence[Node]) -> tuple[View, Spread | None]:
+    def lookup(self, pod: Pod, members: Sequence[Node]) -> tuple[View, Spread | None]:
         found = self.by_template.get(pod.template) if pod.template else None
         if found is None:
             shape = (
@@ -620,13 +627,13 @@ class ScoreIndex:
         return result
 
     def choose(self, pod: Pod, members: Sequence[Node]) -> tuple[Node, int] | None:
-        view, spread = self._lookup(pod, members)
+        view, spread = self.lookup(pod, members)
         chosen = spread.choose(pod) if spread is not None else view.choose(pod)
         return None if chosen is None else (self.nodes[chosen[0]], chosen[1])
 
     def reasons(self, pod: Pod, members: Sequence[Node]) -> Counter[str]:
         """Why the pod fits none of its class's members (the class adds its own static reasons)."""
-        return self._lookup(pod, members)[0].reasons(pod.gpu_mem)
+        return self.lookup(pod, members)[0].reasons(pod.gpu_mem)
 
 
 def _file(by_label: dict[tuple[str, str], list[int]], node: Node, pod: Pod) -> None:

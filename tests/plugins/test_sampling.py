@@ -195,6 +195,96 @@ def test_both_engines_search_alike(seed: int) -> None:
     assert fast.pending == reference.pending
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_indexed_search_follows_the_node_by_node_search(seed: int) -> None:
+    """The fast engine's search over arrays (`searchindex`) against the reference's node-by-node search, on what
+    the score index groups nodes by: Deployments spreading their replicas (hostname and zone counts), soft taints,
+    preferred node affinity, images held, cpu filling nodes up, zones in turn; every pod's node, the set its choice
+    is drawn from (`tiedWith`) and every pending message alike."""
+    rng = random.Random(1000 + seed)
+    nodes = []
+    for i in range(rng.randint(110, 240)):
+        extra: dict[str, Any] = {
+            "labels": {"topology.kubernetes.io/zone": f"z{rng.randint(0, 3)}", "pool": rng.choice("ab")},
+            "cpu": rng.choice(["4", "8", "16"]),
+        }
+        if rng.random() < 0.15:
+            extra["taints"] = [{"key": "soft", "effect": "PreferNoSchedule"}]
+        if rng.random() < 0.2:
+            extra["images"] = [(["example.com/model:v1"], 900 * 1024 * 1024)]
+        nodes.append(node(f"n{i:03d}", gpus=rng.choice([1, 2, 4]), per_gpu=rng.choice([8, 16]), **extra))
+    workloads: list[Obj] = []
+    for k in range(rng.randint(4, 9)):
+        spec: Obj = {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": rng.choice(["example.com/model:v1", "pause"]),
+                    "resources": {
+                        "requests": {"cpu": rng.choice(["500m", "1", "2"])},
+                        "limits": {"aliyun.com/gpu-mem": str(rng.choice([1, 2, 4, 6, 12]))},
+                    },
+                }
+            ]
+        }
+        if rng.random() < 0.4:
+            term = {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}
+            spec["affinity"] = {
+                "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "preference": term}]}
+            }
+        labels = {"app": f"app{k}"}
+        workloads.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": f"app{k}", "namespace": "default"},
+                "spec": {
+                    "replicas": rng.randint(20, 260),
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": spec},
+                },
+            }
+        )
+    chosen = semantics(rng.choice([20, 24, 28, 33, 36]))
+    fast, reference = (
+        place(nodes, workloads, semantics=chosen, engine=engine)  # type: ignore[arg-type]
+        for engine in ("fast", "reference")
+    )
+    assert fast.placements == reference.placements
+    assert fast.pending == reference.pending
+    assert any(a.tied_with > 1 for a in fast.placements)
+
+
+@pytest.mark.parametrize("minor", [24, 28, 34, 36])
+def test_a_cut_search_leaves_a_pod_pending_alike_in_both_engines(minor: int) -> None:
+    """Fleets that fill up and fragment: nodes tainted, cordoned, short of cpu, short of GPU memory at node level or
+    on every single device. Pods left pending by a cut search carry the same message (filters and preemption's part,
+    which counts the unresolvable statuses per minor) from the search over arrays as from the node-by-node search."""
+    rng = random.Random(2000 + minor)
+    nodes = []
+    devices = 0
+    for i in range(rng.randint(200, 260)):
+        extra: dict[str, Any] = {"cpu": rng.choice(["1", "8", "8", "8"]), "unschedulable": rng.random() < 0.05}
+        if rng.random() < 0.1:
+            extra["taints"] = [{"key": "hard", "effect": "NoSchedule"}]
+        gpus = rng.choice([0, 2, 2, 4])
+        devices += gpus
+        nodes.append(node(f"n{i:03d}", gpus=gpus, per_gpu=rng.choice([8, 8, 8, 3]), **extra))
+    pods = []
+    # about one 5 GiB pod per device fragments the fleet: most nodes then have GPU memory left, on no one device
+    for k in range(devices + rng.randint(40, 80)):
+        made = gpu_pod(f"p{k}", 5 if k < devices * 0.9 else rng.choice([2, 4, 6]))
+        made["spec"]["containers"][0]["resources"]["requests"] = {"cpu": rng.choice(["100m", "250m", "2"])}
+        pods.append(made)
+    fast, reference = (
+        place(nodes, pods, semantics=semantics(minor), engine=engine)  # type: ignore[arg-type]
+        for engine in ("fast", "reference")
+    )
+    assert fast.placements == reference.placements
+    assert fast.pending == reference.pending
+    assert any(p.unfiltered for p in fast.pending)
+
+
 def test_explain_lists_the_nodes_filtered_alike_in_both_engines() -> None:
     """--explain on a cut search: the 144 nodes filtered, in the fleet's order, the same from both engines."""
     nodes = [gpu_node(f"n{i:03d}") for i in range(290)]

@@ -102,6 +102,17 @@ def _balance(node: Node, cpu: int, memory: int) -> int:
     return int((1 - abs((fraction_cpu - fraction_memory) / 2)) * MAX_NODE_SCORE)
 
 
+def beyond_allocatable(node: Node, pod: Pod) -> bool:
+    """A request other than GPU memory beyond what the node can allocate at all: Fit's unresolvable case but for GPU
+    memory, which the search over arrays (`searchindex`) compares itself, request by request."""
+    return (
+        pod.cpu > node.cpu
+        or pod.memory > node.memory
+        or pod.node_core > sum(g.core_total for g in node.gpus)
+        or any(amount > node.other.get(name, 0) for name, amount in pod.other)
+    )
+
+
 class Fit(Plugin):
     """NodeResourcesFit: every resource the node lacks, as kube-scheduler lists them. Requests are node-level (the
     largest init container counts when larger than the containers' sum), GPU memory included: kube-scheduler checks
@@ -125,13 +136,7 @@ class Fit(Plugin):
         InsufficientResource.Unresolvable); "Too many pods" never is."""
         if not self.scheduler.fit_unresolvable_beyond_allocatable:
             return False
-        return (
-            pod.cpu > node.cpu
-            or pod.memory > node.memory
-            or pod.node_gpu_mem > node.gpu_mem
-            or pod.node_core > sum(g.core_total for g in node.gpus)
-            or any(amount > node.other.get(name, 0) for name, amount in pod.other)
-        )
+        return pod.node_gpu_mem > node.gpu_mem or beyond_allocatable(node, pod)
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [least_allocated(n, pod.nz_cpu, pod.nz_memory, self.scheduler) for n in feasible]
