@@ -266,9 +266,12 @@ class View:
 
     def choose(self, pod: Pod) -> tuple[int, int] | None:
         """(node id, tied nodes) for a pod without spreading, or None when no member fits."""
-        r = pod.gpu_mem
-        found = self.answers.of(r, self.seen, [(key, group, None) for key, group in self.groups.items()])
+        found = self.feasible(pod.gpu_mem)
         return None if found is None else self.select(found, None)
+
+    def feasible(self, r: int) -> list[tuple[GroupKey, Entry]] | None:
+        """The groups with room for r, each with its answer (None: no member has room)."""
+        return self.answers.of(r, self.seen, [(key, group, None) for key, group in self.groups.items()])
 
     def select(self, found: list[tuple[GroupKey, Entry]], spread: Spread | None) -> tuple[int, int]:
         """The winner among the feasible groups: the best node of a group with the highest total (`totals`), the
@@ -465,14 +468,18 @@ class Spread:
                 self._file(node_id)
 
     def choose(self, pod: Pod) -> tuple[int, int] | None:
+        found = self.feasible(pod.gpu_mem)
+        return None if found is None else self.view.select(found, self)
+
+    def feasible(self, r: int) -> list[tuple[GroupKey, Entry]] | None:
+        """`View.feasible` with the counted nodes in groups of their own."""
         view = self.view
         shape = (len(view.groups), len(self.groups), len(self.out))  # groups are made, never dropped
         if self.listed[0] != shape:
             groups = [(key, group, self.out.get(key)) for key, group in view.groups.items()]
             groups += [(key, group, None) for key, group in self.groups.items()]
             self.listed = shape, groups
-        found = self.answers.of(pod.gpu_mem, self.seen, self.listed[1])
-        return None if found is None else view.select(found, self)
+        return self.answers.of(r, self.seen, self.listed[1])
 
     def scores(self, found: list[tuple[GroupKey, Entry]]) -> list[int]:
         """PodTopologySpread's normalised scores of the feasible groups."""

@@ -43,6 +43,7 @@ class Members(Protocol):
 #: Kinds of pods whose arrays are kept at once (each holds a few integers per node).
 MAX_KINDS = 64
 Ints = npt.NDArray[np.int64]
+_MOST = np.iinfo(np.int64).max
 Mask = npt.NDArray[np.bool_]
 
 
@@ -79,6 +80,7 @@ class Positions:
         n = len(position)
         self.group: Ints = np.full(n, -1, np.int64)
         self.key: Ints = np.zeros(n, np.int64)
+        self.local: Ints = np.zeros(n, np.int64)
         self.free: Ints = np.zeros(n, np.int64)
         self.room: Ints = np.zeros(n, np.int64)
         self.code: Ints = np.full(n, -1, np.int64)
@@ -135,6 +137,7 @@ class Positions:
             self.keys.append(group)
         self.group[at] = number
         self.key[at] = key
+        self.local[at] = self.index.ranking.local(key)
         self.free[at] = free
         self.room[at] = self.index.ranking.room(key)
 
@@ -172,7 +175,7 @@ class Positions:
             return []
         size = len(self.keys)
         counts = np.bincount(groups, minlength=size)
-        best = np.full(size, np.iinfo(np.int64).max, np.int64)
+        best = np.full(size, _MOST, np.int64)
         np.minimum.at(best, groups, keys)
         span = self.index.ranking.span
         # a key's local score is -(key // span): the best's score ends where the next lower one's keys begin
@@ -180,20 +183,22 @@ class Positions:
         ties = np.bincount(groups[keys < ends], minlength=size)
         return [(self.keys[g], (int(counts[g]), int(best[g]), int(ties[g]))) for g in np.flatnonzero(counts).tolist()]
 
-    def drawn_from(self, passing: Mask, feasible: int, wanted: int) -> int:
-        """`Sampler.drawn_from` over the arrays: the nodes passing the filters and the extender that have at most
-        `feasible - wanted` of them scoring strictly higher, scores normalised over all of them."""
+    def drawn_from(self, r: int, passing: Mask, feasible: int, wanted: int) -> int:
+        """`Sampler.drawn_from` over the arrays: the nodes passing the filters and the extender (`passing`, those
+        with room for r) that have at most `feasible - wanted` of them scoring strictly higher, scores normalised
+        over all of them: each group's total for its best (the score index's answer for the whole class) shifts
+        every node of the group alike."""
         count = int(passing.sum())
         allowed = feasible - wanted
         if count <= 1 or allowed + 1 >= count:
             return count
-        found = self.found(passing)
+        found = (self.spread or self.view).feasible(r) or []
         totals = self.view.totals(found, self.spread)
         ranking = self.index.ranking
         offset = np.zeros(len(self.keys), np.int64)
         for (group, (_, best, _)), total in zip(found, totals, strict=True):
             offset[self.ids[group]] = total - ranking.local(best)
-        scores = offset[self.group[passing]] - self.key[passing] // ranking.span
+        scores = offset[self.group[passing]] + self.local[passing]
         threshold = np.partition(scores, count - allowed - 1)[count - allowed - 1]
         return int((scores >= threshold).sum())
 
@@ -287,7 +292,7 @@ class SearchIndex:
             return Pending(pod.namespace, pod.name, total, reasons, pod.per_gpu, (), unfiltered=unfiltered)
         sampler.cut_pending.pop(pod.key, None)
         chosen, tied = self._node(positions.view.select(found, positions.spread))
-        return chosen, max(tied, positions.drawn_from(passing, window.feasible, sampler.wanted))
+        return chosen, max(tied, positions.drawn_from(r, passing, window.feasible, sampler.wanted))
 
     def _node(self, chosen: tuple[int, int]) -> tuple[Node, int]:
         return self.index.nodes[chosen[0]], chosen[1]
