@@ -149,20 +149,18 @@ class Positions:
     def window(self, r: int, start: int, wanted: int) -> Window:
         """The positions a search from `start` filters: until `wanted` pass the framework's filters (member of the
         class, resources left, GPU memory at node level), the next one that passes ending it uncounted."""
-        feasible = (self.group >= 0) & (self.free >= r)
-        counts = np.cumsum(feasible)
-        total = len(feasible)
-        everyone = int(counts[-1]) if total else 0
+        total = len(self.group)
+        feasible = np.flatnonzero((self.group >= 0) & (self.free >= r))
+        everyone = len(feasible)
         if everyone <= wanted:  # every node filtered
             return Window(np.ones(total, np.bool_), total, everyone, True)
-        before = int(counts[start - 1]) if start else 0
-        target = before + wanted + 1  # the one too many, counted from position 0
-        if target <= everyone:
-            end = int(np.searchsorted(counts, target))
+        # the one too many: the (wanted + 1)-th feasible position from `start`, round the end if need be
+        first = int(np.searchsorted(feasible, start))
+        end = int(feasible[(first + wanted) % everyone])
+        if end >= start:
             filtered = np.zeros(total, np.bool_)
             filtered[start:end] = True
             return Window(filtered, end - start, everyone, False)
-        end = int(np.searchsorted(counts, target - everyone))
         filtered = np.ones(total, np.bool_)
         filtered[end:start] = False
         return Window(filtered, total - start + end, everyone, False)
@@ -177,11 +175,11 @@ class Positions:
         counts = np.bincount(groups, minlength=size)
         best = np.full(size, _MOST, np.int64)
         np.minimum.at(best, groups, keys)
-        span = self.index.ranking.span
-        # a key's local score is -(key // span): the best's score ends where the next lower one's keys begin
-        ends = (best[groups] // span + 1) * span
-        ties = np.bincount(groups[keys < ends], minlength=size)
-        return [(self.keys[g], (int(counts[g]), int(best[g]), int(ties[g]))) for g in np.flatnonzero(counts).tolist()]
+        # the best's local score, -(key // span), is shared by the nodes tied with it
+        tops = -(best // self.index.ranking.span)
+        ties = np.bincount(groups[self.local[mask] == tops[groups]], minlength=size)
+        listed, bests, tied = counts.tolist(), best.tolist(), ties.tolist()
+        return [(self.keys[g], (listed[g], bests[g], tied[g])) for g in range(size) if listed[g]]
 
     def drawn_from(self, r: int, passing: Mask, feasible: int, wanted: int) -> int:
         """`Sampler.drawn_from` over the arrays: the nodes passing the filters and the extender (`passing`, those
