@@ -69,7 +69,7 @@ class FastEngine:
         #: on its node, so the score index, which does not, cannot answer for them.
         self.nominated_floor: int | None = None
         self.unresolvable_memo: dict[tuple[Any, ...], tuple[int, int]] = {}
-        #: Where kube-scheduler's search stops on a large fleet (`sampling`); its cut search runs node by node.
+        #: Where kube-scheduler's search starts and stops on a large fleet (`sampling`), and the search node by node.
         self.sampler = Sampler(nodes, profile.scheduler) if profile.scored else None
         #: The same search for the pods the score index serves, over arrays in search order.
         self.searched = SearchIndex.of(self.sampler, self.scored)

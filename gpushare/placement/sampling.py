@@ -12,7 +12,8 @@ looked at have no GPU with room although other nodes have. The dry run follows t
 scheduler filters in parallel (16 workers, each taking a chunk of consecutive nodes), so which K nodes pass first
 depends on timing: a chunk inside the window may finish late and one beyond it early. Where the search was cut, the
 dry run reports how many nodes the real choice may be drawn from (`drawn_from`): every node that is the best of
-some K of the nodes that pass the filters.
+some K of the nodes that pass the filters. The fast engine runs the same search over arrays for the pods its score
+index serves (`searchindex`); this one is the reference for both.
 """
 
 from __future__ import annotations
