@@ -189,6 +189,20 @@ def test_chart_refuses_a_cluster_outside_its_minor(helm: Path, tmp_path: Path) -
     assert result.returncode != 0 and "kubeVersion" in result.stderr
 
 
+def test_a_128mib_chart_asks_for_acks_plugin_image_at_install(helm: Path, tmp_path: Path) -> None:
+    """The headline, `render --gpu-memory-unit 128MiB`: gpushare picks no plugin image (ACK's is not public); the
+    chart refuses to install without one, saying how to read it from the cluster, and installs with it."""
+    render({"gpuMemoryUnit": "128MiB", "kubernetesVersion": "1.26"}, format="chart", output=tmp_path / "c")
+    command = [str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.26"]
+    refused = subprocess.run(command, capture_output=True, text=True)
+    assert refused.returncode != 0
+    assert "devicePlugin.image.repository is empty" in refused.stderr and "kubectl -n kube-system" in refused.stderr
+    given = ["--set", f"devicePlugin.image.repository={EXAMPLE_ACK_PLUGIN},devicePlugin.image.tag=v1"]
+    accepted = subprocess.run([*command, *given], capture_output=True, text=True)
+    assert accepted.returncode == 0, accepted.stderr
+    assert f'image: "{EXAMPLE_ACK_PLUGIN}:v1"' in accepted.stdout and "--memory-unit=128MiB" in accepted.stdout
+
+
 def test_chart_refuses_128mib_with_the_open_source_plugin(helm: Path, tmp_path: Path) -> None:
     """GS119 at install time: a chart user who sets 128MiB must also name ACK's plugin image."""
     render({"kubernetesVersion": "1.26"}, format="chart", output=tmp_path / "c")

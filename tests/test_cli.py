@@ -42,6 +42,66 @@ def test_defaults_write_the_chart_in_the_current_directory(tmp_path: Path) -> No
     assert "ack.node.gpu.schedule=share" in result.stderr  # the notes tell which labels to set
 
 
+@pytest.mark.parametrize("extra", [[], ["--region", "cn-hangzhou"]])
+def test_the_headline_128mib_writes_a_chart_that_asks_for_the_plugin_image(tmp_path: Path, extra: list[str]) -> None:
+    """`render --gpu-memory-unit 128MiB` on defaults (and with a region, whose registry gpushare would otherwise
+    pick): exit 0, a chart whose device plugin image is left to the install, and next steps that say how to read
+    ACK's from the cluster and give it to helm. Nothing blames the user for an image gpushare chose."""
+    out = tmp_path / "chart"
+    result = run("render", "--gpu-memory-unit", "128MiB", *extra, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    values = yaml.safe_load((out / "values.yaml").read_text())
+    assert values["gpuMemoryUnit"] == "128MiB" and values["devicePlugin"]["image"]["repository"] == ""
+    assert "GS119" not in result.stderr and "error" not in result.stderr
+    assert "kubectl -n kube-system get daemonsets -o wide" in result.stderr
+    assert f"helm install gpushare {out} -n kube-system" in result.stderr
+    assert "aliyun.com/gpu-mem: 16   # 16 x 128 MiB = 2 GiB" in result.stderr
+    assert "--set devicePlugin.image.repository=<repository> --set devicePlugin.image.tag=<tag>" in result.stderr
+    summary = json.loads(run("render", "--gpu-memory-unit", "128MiB", *extra, "-o", str(out), "--json").stdout)
+    assert summary["installValues"] == ["devicePlugin.image.repository", "devicePlugin.image.tag"]
+
+
+def test_the_readmes_settings_example_renders(tmp_path: Path) -> None:
+    """README's settings document (128MiB on ACK, cgpu too) as a user copies it: rendered, exit 0."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("### Settings") :]
+    example = section[section.index("```yaml\n") + len("```yaml\n") : section.index("```\n", section.index("```yaml"))]
+    assert "gpuMemoryUnit: 128MiB" in example
+    config = tmp_path / "settings.yaml"
+    config.write_text(example)
+    result = run("render", "--config", str(config), "-o", str(tmp_path / "chart"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "chart" / "Chart.yaml").exists()
+
+
+def test_128mib_manifests_need_the_plugin_image_at_render_time(tmp_path: Path) -> None:
+    """Plain manifests cannot ask at install: one line naming the flags, exit 2, nothing written; with the image
+    given they render it with the unit."""
+    out = tmp_path / "stack.yaml"
+    refused = run("render", "--gpu-memory-unit", "128MiB", "--format", "manifests", "-o", str(out))
+    assert refused.returncode == 2 and not out.exists()
+    assert refused.stderr.count("\n") == 1 and "--device-plugin-image-repository" in refused.stderr
+    repository = "registry.example.com/acs/ack-plugin"
+    image = ["--device-plugin-image-repository", repository, "--device-plugin-image-tag", "v1"]
+    given = run("render", "--gpu-memory-unit", "128MiB", "--format", "manifests", *image)
+    assert given.returncode == 0, given.stderr
+    assert "image: registry.example.com/acs/ack-plugin:v1" in given.stdout and "--memory-unit=128MiB" in given.stdout
+
+
+def test_naming_the_open_source_plugin_with_128mib_is_refused() -> None:
+    """GS119 is the user's choice only: the open-source plugin named with 128MiB units."""
+    result = run(
+        "render",
+        "--gpu-memory-unit",
+        "128MiB",
+        "--device-plugin-image-repository",
+        "registry.example.com/acs/k8s-gpushare-plugin",
+        "--device-plugin-image-tag",
+        "v2",
+    )
+    assert result.returncode == 2 and "[GS119]" in result.stderr
+
+
 def test_manifests_to_stdout_with_flags() -> None:
     result = run("render", "--kube-version", "1.22", "--profile", "open-source", "--format", "manifests")
     assert result.returncode == 0, result.stderr

@@ -97,7 +97,16 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GS116": ([{**COMPUTE, "cgpu": {"policy": 5}}], {}),
     "GS117": ([{**COMPUTE, "cgpu": {"policy": 0}}], {}),
     "GS118": ([{**SETTINGS, "gpuMemoryUnit": "128MiB", "isolation": ["core_mem"], "devicePlugin": ACK_PLUGIN}], {}),
-    "GS119": ([{**SETTINGS, "gpuMemoryUnit": "128MiB"}], {}),
+    "GS119": (
+        [
+            {
+                **SETTINGS,
+                "gpuMemoryUnit": "128MiB",
+                "devicePlugin": {"image": {"repository": "registry.example.com/acs/k8s-gpushare-plugin", "tag": "v2"}},
+            }
+        ],
+        {},
+    ),
     "GS120": ([{**SETTINGS, "isolation": ["cgpu"], "scheduler": {"mode": "secondary"}}], {}),
     "GS115": (
         [{**SETTINGS, "profile": "open-source", "kubernetesVersion": "1.22", "scheduler": {"configApi": "policy"}}],
@@ -324,9 +333,11 @@ def test_driver_table_is_a_warning_beside_the_floor() -> None:
 
 
 def test_128mib_on_ack_needs_acks_plugin_also_in_the_chart(tmp_path: Path) -> None:
-    """GS119 in render, and the same refusal from helm when a chart user sets the unit at install time."""
+    """GS119 in render where the settings name the open-source plugin, and the same refusal from helm when a chart
+    user sets the unit at install time."""
+    named = {"image": {"repository": "registry.example.com/acs/k8s-gpushare-plugin", "tag": "v2"}}
     with pytest.raises(InputError, match="GS119"):
-        render({**SETTINGS, "gpuMemoryUnit": "128MiB"})
+        render({**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": named})
     rendered = render({**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": ACK_PLUGIN}, format="manifests")
     (plugin,) = [o for o in rendered.objects if o["kind"] == "DaemonSet"]
     assert "--memory-unit=128MiB" in plugin["spec"]["template"]["spec"]["containers"][0]["command"]

@@ -1,7 +1,8 @@
-"""docs/facts.md and the rules in the code name the same rule IDs, both ways.
+"""docs/facts.md and the rules in the code name the same rule IDs, both ways, and the tests it cites exist.
 
 Every rule of `gpushare.policy.rules.RULES` appears in an `enforced by` cell of the traceability table, and every
-rule ID written anywhere in the table's file is a rule the code has.
+rule ID written anywhere in the table's file is a rule the code has; every `test_file.py::test_name` it cites is a
+test function in that file under tests/.
 """
 
 from __future__ import annotations
@@ -54,3 +55,17 @@ def test_every_rule_id_in_the_table_is_in_the_code() -> None:
     written = set(RULE_ID.findall(FACTS.read_text()))
     unknown = sorted(written - code_ids())
     assert not unknown, f"rule IDs in {FACTS.name} that are not rules in the code: {', '.join(unknown)}"
+
+
+CITED_TEST = re.compile(r"\b(test_\w+\.py)::(test_\w+)")
+
+
+def test_every_cited_test_exists() -> None:
+    """A row that cites a test renamed or deleted since would vouch for nothing."""
+    tests = REPO / "tests"
+    missing = []
+    for file, name in sorted(set(CITED_TEST.findall(FACTS.read_text()))):
+        found = [p for p in tests.rglob(file) if re.search(rf"^(?:async )?def {name}\b", p.read_text(), re.M)]
+        if not found:
+            missing.append(f"{file}::{name}")
+    assert not missing, f"tests {FACTS.name} cites that do not exist: {', '.join(missing)}"

@@ -22,6 +22,12 @@ UNIT_128MIB: Final = "128MiB"
 UNIT_GIB: Final = "GiB"
 UNIT_MIB: Final = "MiB"
 
+#: Where ACK's own device plugin image (the one 128MiB units need; not public, its tag varies by cluster) is read: an
+#: ACK cluster with shared GPU scheduling runs it as a DaemonSet of ack-ai-installer in kube-system.
+ACK_PLUGIN_LOOKUP: Final = (
+    "kubectl -n kube-system get daemonsets -o wide (the IMAGES column of ack-ai-installer's device plugin)"
+)
+
 #: spec.schedulerName of a pod that names none, and of the scheduler ACK's managed and a kubeadm control plane run.
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 #: spec.schedulerName of the secondary scheduler gpushare renders unless the settings name another.

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from gpushare import __version__, output
 from gpushare.domain import profiles, versions
-from gpushare.domain.profiles import INSTALLER_CHART, UNIT_1GIB, UNIT_128MIB, UNIT_GIB, UNIT_MIB
+from gpushare.domain.profiles import ACK_PLUGIN_LOOKUP, INSTALLER_CHART, UNIT_1GIB, UNIT_128MIB, UNIT_GIB, UNIT_MIB
 from gpushare.generate import controlplane
 from gpushare.generate.components import cgpu
 from gpushare.generate.notes import notes
@@ -82,11 +82,14 @@ helm.sh/chart: {{ include "gpushare.chart" .root }}
 
 
 #: The device plugin's --memory-unit; ACK's 128MiB unit needs ACK's own plugin image (GS119), also when a chart
-#: user sets the unit at install time.
+#: user sets the unit at install time; an image left to the install must be given there.
 _MEMORY_UNIT_HELPER = f"""
 {{{{/* The device plugin's --memory-unit: 128MiB needs ACK's own plugin image (gpushare rule GS119); the
 open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only). */}}}}
 {{{{- define "gpushare.memoryUnitArg" -}}}}
+{{{{- if not .Values.devicePlugin.image.repository -}}}}
+{{{{- fail "devicePlugin.image.repository is empty: set it (and devicePlugin.image.tag or .digest) to the device plugin image to run; {UNIT_128MIB} units on ACK need ACK's own, which {ACK_PLUGIN_LOOKUP} shows" -}}}}
+{{{{- end -}}}}
 {{{{- if and (eq .Values.gpuMemoryUnit "{UNIT_128MIB}") (eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}") -}}}}
 {{{{- fail "gpuMemoryUnit {UNIT_128MIB} needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin knows {UNIT_GIB} and {UNIT_MIB} only and would report {UNIT_GIB} [GS119]" -}}}}
 {{{{- end -}}}}

@@ -92,6 +92,7 @@ def summary(rendered: Rendered, output: str, to_stdout: bool) -> dict[str, Any]:
         ],
         "warnings": [{"rule": f.rule.id, "message": f.message} for f in rendered.warnings],
         "requirements": rendered.requirements,
+        "installValues": rendered.install_values,
     }
     if to_stdout:
         doc["manifests"] = rendered.files["manifests.yaml"]

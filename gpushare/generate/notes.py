@@ -9,10 +9,10 @@ import textwrap
 
 import jinja2
 
-from gpushare.domain import cgpu, labels
+from gpushare.domain import cgpu, labels, profiles
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.versionstr import valid
-from gpushare.settings.model import InstallerSettings
+from gpushare.settings.model import AT_INSTALL, InstallerSettings
 
 # Jinja with [[ ]] delimiters, so Helm's {{ }} can pass through into NOTES.txt untouched.
 _ENV = jinja2.Environment(
@@ -28,6 +28,15 @@ _ENV = jinja2.Environment(
 
 _TEXT = _ENV.from_string(
     """gpushare [[ profile ]] stack: device plugin[% if isolated %], cGPU installer ([[ isolated|join(', ') ]])[% endif %][% if mode != 'managed' %], scheduler extender ([[ mode ]])[% endif %].
+[% if plugin_at_install %]
+
+0. Give the device plugin image when installing: [[ small_unit ]] units need ACK's own device plugin, whose image
+   gpushare does not know (it is not public; your cluster runs it). Read it with
+     [[ plugin_lookup ]]
+   then install with it:
+     helm install [[ release ]] [[ chart ]] -n [[ namespace ]] \\
+       --set devicePlugin.image.repository=<repository> --set devicePlugin.image.tag=<tag>
+[% endif %]
 
 1. Label the GPU nodes that share GPUs:
 [% if profile == 'open-source' %]
@@ -105,8 +114,14 @@ def example(unit: str) -> tuple[int, str]:
     return units, size if MIB_PER_UNIT[unit] in (1, 1024) else f"{units} x {unit.replace('MiB', ' MiB')} = {size}"
 
 
-def notes(settings: InstallerSettings, requirements: dict[str, str] | None = None, helm: bool = False) -> str:
-    """The notes for these settings; `helm`: as NOTES.txt, reading the values a user may set at install time."""
+def notes(
+    settings: InstallerSettings,
+    requirements: dict[str, str] | None = None,
+    helm: bool = False,
+    chart: str = "<chart directory>",
+) -> str:
+    """The notes for these settings; `helm`: as NOTES.txt, reading the values a user may set at install time;
+    `chart`: where the chart was written, for the install command."""
     unit: str = settings.gpu_memory_unit
     units, meaning = example(unit)
     scheduler_name = settings.scheduler.name
@@ -138,6 +153,12 @@ def notes(settings: InstallerSettings, requirements: dict[str, str] | None = Non
             example_meaning=example_meaning,
             requirements=requirements or {},
             cgpu_paragraph=_cgpu_paragraph(settings),
+            plugin_at_install=not helm and settings.device_plugin.image.repository == AT_INSTALL,
+            small_unit=profiles.UNIT_128MIB,
+            plugin_lookup=profiles.ACK_PLUGIN_LOOKUP,
+            release=settings.release_name,
+            chart=chart,
+            namespace=settings.namespace,
         ).rstrip()
         + "\n"
     )

@@ -19,7 +19,7 @@ from gpushare.output import Plan, write_file, write_tree
 from gpushare.policy.engine import Finding
 from gpushare.policy.validate import enforce
 from gpushare.settings.load import build_settings
-from gpushare.settings.model import InstallerSettings
+from gpushare.settings.model import AT_INSTALL, InstallerSettings
 
 Format = Literal["chart", "manifests"]
 FORMATS: tuple[str, ...] = ("chart", "manifests")
@@ -39,6 +39,14 @@ class Rendered:
     requirements: dict[str, str]
     #: Where `render(output=...)` wrote, and the backup it kept of what was there (with force).
     written: Plan | None = None
+
+    @property
+    def install_values(self) -> list[str]:
+        """Values the install must set: the chart refuses to install without them (the device plugin's image, left
+        to the install with 128MiB units on ACK)."""
+        if self.settings.device_plugin.image.repository != AT_INSTALL:
+            return []
+        return ["devicePlugin.image.repository", "devicePlugin.image.tag"]
 
     @property
     def is_tree(self) -> bool:
@@ -83,12 +91,22 @@ def render(
             f"a version ({versions.SUPPORTED} or v1.X.Y) for manifests with scheduler "
             f"mode {model.scheduler.mode}; only a chart can adapt at install time",
         )
+    if format == "manifests" and model.device_plugin.image.repository == AT_INSTALL:
+        raise InputError(
+            "devicePlugin.image.repository",
+            AT_INSTALL,
+            "an image for manifests (a chart asks for it at install time): --device-plugin-image-repository and "
+            f"--device-plugin-image-tag; {profiles.UNIT_128MIB} units on ACK need ACK's own device plugin, which "
+            f"{profiles.ACK_PLUGIN_LOOKUP} shows",
+        )
     objects = stack.objects()
     if format == "chart":
         files = chart_files(stack)
     else:
         files = {"manifests.yaml": dump_all(objects), **controlplane.files(stack)}
-    rendered = Rendered(format, model, files, objects, warnings, notes(model, stack.requirements), stack.requirements)
+    chart = str(output) if format == "chart" and output is not None else "<chart directory>"
+    text = notes(model, stack.requirements, chart=chart)
+    rendered = Rendered(format, model, files, objects, warnings, text, stack.requirements)
     if output is not None:
         if format == "chart" and str(output) == "-":
             raise InputError("--output", "-", "a directory for a chart (stdout takes --format manifests)")

@@ -145,8 +145,29 @@ class ExtenderSettings(ContainerSettings):
     http_timeout_seconds: int = Field(30, ge=1, le=600, description="Scheduler-side timeout of one extender call.")
 
 
+#: The device plugin's repository left empty: the image is given at install time (a chart's
+#: `--set devicePlugin.image.repository=...`), as 128MiB units on ACK need ACK's own plugin, whose image gpushare
+#: does not know.
+AT_INSTALL = ""
+_PLUGIN_REPOSITORY_PATTERN = f"{REPOSITORY_PATTERN}|^$"
+
+
+class DevicePluginImage(Image):
+    """The device plugin's image, which a chart may leave to the install."""
+
+    repository: str = Field(
+        description="Image repository, without tag: [registry[:port]/]path, as the OCI distribution reference "
+        "grammar defines it (lowercase path components). Empty: given at install time (a chart only); the default "
+        f"with {profiles.UNIT_128MIB} units on ACK, which need ACK's own device plugin image.",
+        max_length=255,
+        pattern=_PLUGIN_REPOSITORY_PATTERN,
+    )
+
+
 class DevicePluginSettings(Component):
     """The gpushare device plugin DaemonSet(s)."""
+
+    image: DevicePluginImage = Field(description="Container image.")
 
 
 class CgpuSettings(Component):
@@ -242,11 +263,7 @@ class InstallerSettings(_Model):
         for key, snake, image in (
             ("scheduler", "scheduler", {"repository": KUBE_SCHEDULER_IMAGE, "tag": ""}),
             ("extender", "extender", {"repository": f"{registry}/k8s-gpushare-schd-extender", "tag": "1.11-d170d8a"}),
-            (
-                "devicePlugin",
-                "device_plugin",
-                {"repository": f"{registry}/{OPEN_SOURCE_PLUGIN}", "tag": "v2-1.11-aff8a23"},
-            ),
+            ("devicePlugin", "device_plugin", _plugin_image(name, data["gpuMemoryUnit"], registry)),
             ("cgpu", "cgpu", {"repository": f"{registry}/cgpu-installer", "tag": "1.5.20"}),
         ):
             section = data.pop(snake, None) if snake != key and snake in data else data.get(key)
@@ -295,6 +312,14 @@ def is_open_source_plugin(image: Image) -> bool:
     return image.repository.rsplit("/", 1)[-1] == OPEN_SOURCE_PLUGIN
 
 
+def _plugin_image(profile: str, unit: Any, registry: str) -> dict[str, str]:
+    """The device plugin image gpushare picks: the open-source plugin, but for 128MiB units on ACK, which only ACK's
+    own plugin serves: that one is left to the install (gpushare does not know its image, and never invents one)."""
+    if profile == profiles.ACK and unit == profiles.UNIT_128MIB:
+        return {"repository": AT_INSTALL, "tag": ""}
+    return {"repository": f"{registry}/{OPEN_SOURCE_PLUGIN}", "tag": "v2-1.11-aff8a23"}
+
+
 DEFAULT_RESOURCES: dict[str, dict[str, dict[str, str]]] = {
     "scheduler": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
     "extender": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
@@ -314,6 +339,8 @@ def _registry(profile: str, region: Any) -> str:
 _PATTERN_WORDS = {
     QUANTITY_PATTERN: "a Kubernetes quantity such as 100m, 256Mi or 2",
     REPOSITORY_PATTERN: "an image repository such as registry.example.com/acs/name (host[:port]/, lowercase path)",
+    _PLUGIN_REPOSITORY_PATTERN: "an image repository such as registry.example.com/acs/name (host[:port]/, lowercase "
+    "path), or empty: given at install time",
 }
 #: Parts of a validation error's location that name a branch of a union, not a field.
 _UNION_BRANCHES = ("constrained-str", "constrained-int", "str", "int")
@@ -369,6 +396,8 @@ def load_settings(data: dict[str, Any] | None = None, where: str | None = None) 
         ("devicePlugin", "device-plugin", settings.device_plugin),
         ("cgpu", "cgpu", settings.cgpu),
     ):
+        if not component.image.repository:  # the device plugin's, left to the install: given there, tag and all
+            continue
         if not component.image.tag and not component.image.digest:  # only the scheduler's tag may follow the cluster
             raise InputError(
                 f"{key}.image.tag",

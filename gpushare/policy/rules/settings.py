@@ -185,9 +185,9 @@ def _small_unit_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offe
         yield (
             "devicePlugin.image.repository",
             s.device_plugin.image.repository,
-            f"ACK's own device plugin image for {profiles.UNIT_128MIB} units (--device-plugin-image-repository; the "
-            f"open-source plugin knows {profiles.UNIT_GIB} and {profiles.UNIT_MIB} only and would report "
-            f"{profiles.UNIT_GIB})",
+            f"ACK's own device plugin image for {profiles.UNIT_128MIB} units (--device-plugin-image-repository, or "
+            f"unset for the chart to ask at install; the open-source plugin knows {profiles.UNIT_GIB} and "
+            f"{profiles.UNIT_MIB} only and would report {profiles.UNIT_GIB})",
         )
 
 
@@ -235,7 +235,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Isolation modes must be ones the profile supports",
         "The open-source device plugin shares without isolation: use isolation [share].",
-        sources.section(sources.ACK_OVERVIEW, "Basic and professional editions"),
+        sources.section(sources.ACK_OVERVIEW, "Related concepts: memory isolation"),
         _isolation,
     ),
     Rule(
@@ -244,7 +244,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Scheduler mode must be one the profile supports",
         "managed needs ACK Pro; elsewhere use secondary or control-plane.",
-        sources.section(sources.ACK_OVERVIEW, "Basic and professional editions"),
+        sources.section(sources.ACK_OVERVIEW, "Usage notes (ACK Pro only) and billing (cloud-native AI suite)"),
         _scheduler_mode,
     ),
     Rule(
@@ -391,7 +391,8 @@ RULES: tuple[Rule, ...] = (
         "error",
         "settings",
         f"{profiles.UNIT_128MIB} units on ACK need ACK's device plugin image",
-        f"Set devicePlugin.image to the plugin {profiles.INSTALLER_CHART} runs, or use {profiles.UNIT_1GIB} units.",
+        f"Leave devicePlugin.image unset (the chart then asks for ACK's plugin image at install: "
+        f"{profiles.ACK_PLUGIN_LOOKUP} shows it), set it to that image, or use {profiles.UNIT_1GIB} units.",
         sources.section(sources.DEVICE_PLUGIN, "cmd/nvidia/main.go (--memory-unit: GiB or MiB)"),
         _small_unit_plugin,
     ),
