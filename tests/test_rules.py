@@ -157,6 +157,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GN308": ([node(mode="core_mem", core=200, labels={"topology.kubernetes.io/region": "eu-west-1"})], {}),
     "GN309": ([SMALL_UNIT, node(mode="core_mem", core=200)], {}),
     "GN310": ([OPEN_SOURCE, node(mode=None, containerRuntimeVersion="containerd://1.7")], {}),
+    "GN311": ([node(mode="cgpu", containerRuntimeVersion="containerd://1.6.20")], {}),
     "GC401": ([], {"driver_version": "latest"}),
     "GC402": ([COMPUTE], {"chart_version": "1.1.9"}),
     "GC403": ([COMPUTE], {"kube_version": "1.24.6", "scheduler_version": "1.24.3-ack-1.9"}),
@@ -192,6 +193,48 @@ def test_rule_fires(rule_id: str) -> None:
         {"current_units": [UnitReading("GiB", "DaemonSet x/y")], "gpu_pods": ["ml/a"]} if rule_id == "GC411" else None
     )
     assert rule_id in fired(objects, flags, extra)
+
+
+@pytest.mark.parametrize(
+    ("settings", "fires"),
+    [
+        (None, True),  # the flags alone: a question about cGPU
+        ({**SETTINGS, "isolation": ["share", "cgpu"]}, True),
+        ({**SETTINGS, "isolation": ["core_mem"], "computeAllocation": True, "region": "cn-beijing"}, True),
+        (SETTINGS, False),  # ACK, share only: no cGPU is installed
+        (OPEN_SOURCE, False),
+    ],
+)
+def test_the_driver_and_docker_floors_are_cgpus_prerequisites(settings: dict[str, object] | None, fires: bool) -> None:
+    """Seed 004 lists driver >= 418.87.01 and Docker >= 19.03.5 as prerequisites of installing cGPU: they hold
+    where the settings install it (cgpu or core_mem on ACK), not on share-only or open-source settings."""
+    ids = fired([settings] if settings else [], {"driver_version": "410.104", "docker_version": "18.09.1"})
+    assert ids & {"GC409", "GC410"} == ({"GC409", "GC410"} if fires else set())
+
+
+@pytest.mark.parametrize(("policy", "fires"), [(0, True), (1, True), (4, True), (2, False), (3, False)])
+def test_policies_that_split_a_gpu_evenly_warn_with_compute_allocation(policy: int, fires: bool) -> None:
+    """Seed 004: 0 gives each container 1/max_inst; 1 and 4 share the GPU among the active containers: none gives a
+    container its gpu-core.percentage (GS117); 5 isolates no compute (GS116, an error)."""
+    ids = fired([{**COMPUTE, "cgpu": {"policy": policy}}], {})
+    assert ("GS117" in ids) == fires and "GS116" not in ids
+    assert "1, 2 or 4" not in BY_ID["GS116"].remediation
+
+
+def test_one_prerequisite_list_says_why_its_severities_differ() -> None:
+    """Seed 004 lists families, OS, driver and Docker together: the family and OS rules warn and say why (a list
+    of what was tested), the driver and Docker floors refuse."""
+    for rule_id in ("GN305", "GN306"):
+        assert BY_ID[rule_id].severity == "warning" and "not an error like the driver" in BY_ID[rule_id].explanation
+    assert {BY_ID[r].severity for r in ("GN307", "GC409", "GC410")} == {"error"}
+
+
+def test_docker_is_checked_on_docker_nodes_only_and_said_elsewhere() -> None:
+    """GN307 reads a docker:// runtime; a cgpu node on containerd gets GN311 (cannot be checked), not silence."""
+    assert fired([node(mode="cgpu", containerRuntimeVersion="docker://20.10.7")], {}).isdisjoint({"GN307", "GN311"})
+    on_containerd = fired([node(mode="cgpu", containerRuntimeVersion="containerd://1.6.20")], {})
+    assert "GN311" in on_containerd and "GN307" not in on_containerd
+    assert "GN311" not in fired([node(mode="share", containerRuntimeVersion="containerd://1.6.20")], {})
 
 
 def test_the_node_rule_on_the_unit_reads_the_flag_without_settings() -> None:

@@ -34,6 +34,14 @@ ISOLATION_CAVEATS = (
     "hurting its neighbours; memory from cudaMallocManaged (UVM) is not isolated, use cudaMalloc. Compute "
     "policies are documented for Tesla P4, P100, T4, V100 and A10."
 )
+#: Why the instance families and operating systems of cGPU's prerequisites warn while the driver and Docker floors
+#: of the same list refuse: the lists name what the document had tested (ACK revises its pages over time), while a
+#: driver or Docker below its floor cannot run cGPU at all.
+LISTS_GROW = (
+    "A warning, not an error like the driver and Docker floors of the same prerequisite list: the families and "
+    "operating systems are those the document names as tested, a list ACK revises over time, while a driver or "
+    "Docker below its floor cannot run cGPU at all. Check ACK's current list for the node."
+)
 MIN_DOCKER = "19.03.5"
 MIN_DRIVER = "418.87.01"
 #: The release that can deadlock the kernel, and the one ACK's FAQ asks releases up to it to upgrade to.
@@ -75,3 +83,7 @@ POLICIES: dict[int, str] = {
 #: gpu-core.percentage, so a fixed percentage is not what the container gets; 5 does not isolate compute at all.
 COMPUTE_POLICIES: tuple[int, ...] = (1, 2, 3, 4)
 AVERAGE, FIXED, NATIVE = 0, 3, 5
+#: Policies under which the GPU is split evenly whatever a container's gpu-core.percentage (seed 004's scheduling
+#: examples): 0 gives each container 1/max_inst; 1 (preemptive) and 4 (weak, like 1 with weaker isolation) share
+#: it among the containers that are active, so a fixed percentage is not what a container gets.
+EVEN: tuple[int, ...] = (0, 1, 4)

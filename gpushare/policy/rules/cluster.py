@@ -109,12 +109,23 @@ def _driver_compat(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
             return
 
 
+def installs_cgpu(ctx: ClusterFacts) -> bool:
+    """The driver and Docker floors are cGPU's prerequisites (seed 004): they hold where the settings serve cgpu or
+    core_mem nodes on ACK, or where no settings say (the flags alone: the user asks about cGPU)."""
+    settings = ctx.settings
+    return settings is None or (settings.profile == profiles.ACK and bool(settings.isolated_modes))
+
+
 def _driver(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    if not installs_cgpu(ctx):
+        return
     if ctx.driver_version and valid(ctx.driver_version) and not at_least(ctx.driver_version, cgpu.MIN_DRIVER):
         yield "--driver-version", ctx.driver_version, f">= {cgpu.MIN_DRIVER} for cGPU"
 
 
 def _docker(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    if not installs_cgpu(ctx):
+        return
     if ctx.docker_version and valid(ctx.docker_version) and not at_least(ctx.docker_version, cgpu.MIN_DOCKER):
         yield "--docker-version", ctx.docker_version, f">= {cgpu.MIN_DOCKER} for cGPU"
 

@@ -63,6 +63,19 @@ def _docker(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
         yield "status.nodeInfo.containerRuntimeVersion", runtime, f"Docker >= {cgpu.MIN_DOCKER} for cGPU"
 
 
+def _not_docker(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
+    """cGPU's Docker floor is written for Docker; a cgpu or core_mem node on another runtime cannot be checked
+    against it, and saying nothing would read as a pass."""
+    runtime = str(n.node_info.get("containerRuntimeVersion", ""))
+    if _isolated(n) and runtime and not runtime.startswith("docker://"):
+        yield (
+            "status.nodeInfo.containerRuntimeVersion",
+            runtime,
+            f"Docker (cGPU's prerequisites name Docker >= {cgpu.MIN_DOCKER}; this runtime cannot be checked against "
+            "them: confirm with ACK that cGPU supports it)",
+        )
+
+
 def _region(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     region = n.region
     if n.mode == "core_mem" and region and region not in profiles.COMPUTE_REGIONS:
@@ -159,7 +172,7 @@ RULES: tuple[Rule, ...] = (
         "Use a listed family.",
         sources.section(sources.CGPU, "Prerequisites"),
         _family,
-        explanation=cgpu.ISOLATION_CAVEATS,
+        explanation=f"{cgpu.LISTS_GROW} {cgpu.ISOLATION_CAVEATS}",
     ),
     Rule(
         "GN306",
@@ -169,7 +182,7 @@ RULES: tuple[Rule, ...] = (
         "Use a supported OS.",
         sources.section(sources.CGPU, "Prerequisites"),
         _os,
-        explanation=cgpu.ISOLATION_CAVEATS,
+        explanation=f"{cgpu.LISTS_GROW} {cgpu.ISOLATION_CAVEATS}",
     ),
     Rule(
         "GN307",
@@ -191,6 +204,15 @@ RULES: tuple[Rule, ...] = (
         _region,
     ),
     SMALL_UNIT_RULE,
+    Rule(
+        "GN311",
+        "warning",
+        "node",
+        "cGPU's Docker floor cannot be checked on a cgpu or core_mem node that runs another runtime",
+        "Confirm with ACK that cGPU supports the node's runtime (its prerequisites name Docker only).",
+        sources.section(sources.CGPU, "Prerequisites"),
+        _not_docker,
+    ),
     Rule(
         "GN310",
         "warning",

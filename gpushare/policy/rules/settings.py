@@ -160,11 +160,14 @@ def _compute_policy(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence
 
 
 def _compute_average(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.compute_allocation and s.cgpu.policy == cgpu.AVERAGE:
+    policy = s.cgpu.policy
+    if s.compute_allocation and policy in cgpu.EVEN:
+        share = "1/max_inst of the GPU" if policy == cgpu.AVERAGE else "an even share with the other active ones"
         yield (
             "cgpu.policy",
-            s.cgpu.policy,
-            "3 (fixed) or 2 (weighted): under 0 every container gets 1/max_inst of the GPU, not its percentage",
+            policy,
+            f"3 (fixed) or 2 (weighted): under {policy} ({cgpu.POLICIES[policy]}) every container gets {share}, "
+            "not its percentage",
         )
 
 
@@ -360,7 +363,7 @@ RULES: tuple[Rule, ...] = (
         "error",
         "settings",
         "Compute allocation needs a cGPU policy that isolates compute (not 5)",
-        "Set cgpu.policy to 3 (fixed) for fixed percentages, or 1, 2 or 4.",
+        "Set cgpu.policy to 3 (fixed) for fixed percentages, or 2 (weighted).",
         sources.section(sources.CGPU, "cGPU compute scheduling examples"),
         _compute_policy,
         explanation=cgpu.ISOLATION_CAVEATS,
@@ -369,7 +372,7 @@ RULES: tuple[Rule, ...] = (
         "GS117",
         "warning",
         "settings",
-        "cGPU policy 0 gives every container the same share, not its gpu-core.percentage",
+        "cGPU policies 0, 1 and 4 split a GPU evenly, not by each container's gpu-core.percentage",
         "Use cgpu.policy 3 (fixed) for the percentages pods ask for.",
         sources.section(sources.CGPU, "cGPU compute scheduling examples"),
         _compute_average,
