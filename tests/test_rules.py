@@ -221,6 +221,23 @@ def test_policies_that_split_a_gpu_evenly_warn_with_compute_allocation(policy: i
     assert "1, 2 or 4" not in BY_ID["GS116"].remediation
 
 
+@pytest.mark.parametrize(
+    ("shares", "refused"),
+    [((3, 2), ["a", "b"]), ((5, 10), []), ((30, 7), ["b"]), ((60, 60), ["pod"]), ((0, 105), ["b"])],
+)
+def test_compute_is_checked_per_container(shares: tuple[int, int], refused: list[str]) -> None:
+    """Seed 002: each container's gpu-core.percentage is a multiple of 5 from 5 to 100, so 3% + 2% is refused
+    though the pod's 5% is one; the pod's total is at most one GPU's 100%. Each finding names its container."""
+    made = pod({"aliyun.com/gpu-mem": 4})
+    made["spec"]["containers"] = [
+        {"name": name, "resources": {"limits": {"aliyun.com/gpu-mem": 2, "aliyun.com/gpu-core.percentage": share}}}
+        for name, share in zip("ab", shares, strict=True)
+    ]
+    found = [f for f in validate([made]).findings if f.rule.id == "GW202"]
+    where = ["pod" if f.field == "resources.limits.aliyun.com/gpu-core.percentage" else f.field[11] for f in found]
+    assert where == refused
+
+
 def test_one_prerequisite_list_says_why_its_severities_differ() -> None:
     """Seed 004 lists families, OS, driver and Docker together: the family and OS rules warn and say why (a list
     of what was tested), the driver and Docker floors refuse."""

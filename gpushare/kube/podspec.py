@@ -243,6 +243,8 @@ class Requests:
     #: makes kube-scheduler ask the extender about the pod (HTTPExtender.IsInterested).
     names_gpu_mem: bool = False
     core: int = 0  # aliyun.com/gpu-core.percentage over the containers
+    #: (container, its gpu-core.percentage) of each container that asks compute: the product checks each one
+    core_by_container: list[tuple[str, int]] = field(default_factory=list)
     #: Every resource of the pod, node-level (containers summed, largest init container, overhead).
     requests: dict[str, int] = field(default_factory=dict)
     #: cpu (millicores) and memory (bytes) as kube-scheduler scores nodes: a container that requests none counts
@@ -348,6 +350,8 @@ def read(spec: dict[str, Any]) -> Requests:
                     nz[resource == "memory"] = amount
                 if kind == "containers":
                     summed[resource] = summed.get(resource, 0) + amount
+                    if resource == labels.GPU_CORE and amount:
+                        found.core_by_container.append((cname, amount))
                 else:
                     init_max[resource] = max(init_max.get(resource, 0), amount)
                     asks[resource] = amount

@@ -109,8 +109,14 @@ def _check_gpu_request(view: Workload) -> None:
                 "device for 0 and fails on every retry, so the pod never runs",
             )
         )
-    if core and (core % 5 or not 5 <= core <= 100):
-        view.problems.append(Problem(CORE_STEP, CORE_FIELD, core, "a multiple of 5 from 5 to 100 (percent of one GPU)"))
+    # each container's share is a multiple of 5 from 5 to 100 (seed 002: the product checks every container, so
+    # 3% + 2% is refused though the pod's 5% would pass), and one GPU holds at most 100% in all
+    steps = [(c, n) for c, n in view.pod.core_by_container if n % 5 or not 5 <= n <= 100]
+    for cname, amount in steps:
+        field = f"containers[{cname}].{CORE_FIELD}"
+        view.problems.append(Problem(CORE_STEP, field, amount, "a multiple of 5 from 5 to 100 (percent of one GPU)"))
+    if core > 100 and not steps:
+        view.problems.append(Problem(CORE_STEP, CORE_FIELD, core, "at most 100 in all (one GPU's compute)"))
     if core and not mem:
         view.problems.append(Problem(CORE_NEEDS_MEM, MEM_FIELD, 0, f"a GPU memory request alongside {labels.GPU_CORE}"))
     raw = view.gpu_count_label
