@@ -109,6 +109,8 @@ def test_cgpu_updates_cold_and_the_scheduler_pod_stops_fast() -> None:
     cgpu = render({"isolation": ["share", "cgpu"]}, format="manifests").objects
     (installer,) = [o for o in cgpu if o["kind"] == "DaemonSet" and o["metadata"]["name"].endswith("cgpu-installer")]
     assert installer["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    notes = render({"isolation": ["share", "cgpu"]}).notes
+    assert "stop all running\ncontainers" in notes and "not only those using cGPU" in notes  # seed 004's cold upgrade
     secondary = render(profile="open-source", kube_version="1.24", format="manifests").objects
     (deployment,) = [o for o in secondary if o["kind"] == "Deployment"]
     assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5

@@ -238,6 +238,23 @@ def test_compute_is_checked_per_container(shares: tuple[int, int], refused: list
     assert where == refused
 
 
+def test_old_clusters_and_charts_are_reinstalled_not_upgraded() -> None:
+    """Seed 002: a cluster created before 2022-03-01 takes a ticket for the preview, the old ack-ai-installer
+    deleted and the latest installed; a chart below 1.2.0 is the old memory-only one: deleted, then installed."""
+    old_cluster = BY_ID["GC413"].remediation
+    assert (
+        "ticket" in old_cluster
+        and "delete the old ack-ai-installer" in old_cluster
+        and "install the latest" in old_cluster
+    )
+    old_chart = BY_ID["GC402"].remediation
+    assert (
+        "delete it" in old_chart
+        and "then install the latest" in old_chart
+        and "Upgrade the cluster or cGPU" in old_chart
+    )
+
+
 def test_one_prerequisite_list_says_why_its_severities_differ() -> None:
     """Seed 004 lists families, OS, driver and Docker together: the family and OS rules warn and say why (a list
     of what was tested), the driver and Docker floors refuse."""

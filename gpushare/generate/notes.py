@@ -75,8 +75,9 @@ _TEXT = _ENV.from_string(
 [% if isolated %]
 
 [[ cgpu_paragraph ]]
-Upgrading cGPU is a cold upgrade: the installer DaemonSet updates OnDelete; on each node stop every container
-that uses cGPU, then delete that node's installer pod. A rolling update under running containers is unsafe.
+Upgrading cGPU is a cold upgrade: the installer DaemonSet updates OnDelete; on each node stop all running
+containers (ACK's steps: docker stop on every container, not only those using cGPU), then delete that node's
+installer pod. A rolling update under running containers is unsafe.
 [% endif %]
 [% if mode == 'secondary' %]
 

@@ -169,8 +169,9 @@ def _upgrade_for_compute(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence
         yield (
             "cluster created",
             ctx.cluster_created,
-            f"an upgraded kube-scheduler: clusters created before {profiles.COMPUTE_UPGRADE_BEFORE} need one for "
-            "compute allocation (GC403 checks the version when it is known)",
+            f"the new scheduler: clusters created before {profiles.COMPUTE_UPGRADE_BEFORE} do not get it by "
+            "themselves (a ticket for the preview, the old component deleted, the latest installed; GC403 checks the "
+            "version when it is known)",
         )
 
 
@@ -189,7 +190,8 @@ RULES: tuple[Rule, ...] = (
         "error",
         "cluster",
         "Compute allocation needs Kubernetes >= 1.20, chart >= 1.2.0, cGPU >= 1.0.5",
-        f"Upgrade the cluster, {profiles.INSTALLER_CHART} or cGPU.",
+        f"Upgrade the cluster or cGPU; a {profiles.INSTALLER_CHART} chart below {profiles.MIN_CHART_COMPUTE} is the "
+        "old memory-only one: delete it (console: Applications > Helm), then install the latest.",
         sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _compute_minimums,
     ),
@@ -299,8 +301,10 @@ RULES: tuple[Rule, ...] = (
         "GC413",
         "warning",
         "cluster",
-        "Clusters created before 2022-03-01 need a kube-scheduler upgrade for compute allocation",
-        "Upgrade kube-scheduler in the console's add-ons (unless done since; pass --scheduler-version to check).",
+        "Clusters created before 2022-03-01 need the new scheduler for compute allocation",
+        "Submit a ticket to join the preview of the latest shared GPU scheduling, delete the old "
+        f"{profiles.INSTALLER_CHART} (console: Applications > Helm), then install the latest (unless done since; pass "
+        "--scheduler-version to check).",
         sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _upgrade_for_compute,
     ),
