@@ -203,6 +203,24 @@ def test_a_128mib_chart_asks_for_acks_plugin_image_at_install(helm: Path, tmp_pa
     assert f'image: "{EXAMPLE_ACK_PLUGIN}:v1"' in accepted.stdout and "--memory-unit=128MiB" in accepted.stdout
 
 
+def test_a_compute_chart_refuses_the_open_source_plugin_at_install(helm: Path, tmp_path: Path) -> None:
+    """GS122 at install time: compute allocation needs ACK's plugin (the only one reporting gpu-core.percentage)."""
+    settings = {
+        "isolation": ["core_mem"],
+        "computeAllocation": True,
+        "region": "cn-beijing",
+        "kubernetesVersion": "1.28",
+    }
+    render(settings, format="chart", output=tmp_path / "c")
+    command = [str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.28", "--set"]
+    open_source = "devicePlugin.image.repository=registry.example.com/acs/k8s-gpushare-plugin,devicePlugin.image.tag=v2"
+    refused = subprocess.run([*command, open_source], capture_output=True, text=True)
+    assert refused.returncode != 0 and "[GS122]" in refused.stderr
+    ack = f"devicePlugin.image.repository={EXAMPLE_ACK_PLUGIN},devicePlugin.image.tag=v1"
+    accepted = subprocess.run([*command, ack], capture_output=True, text=True)
+    assert accepted.returncode == 0, accepted.stderr
+
+
 def test_chart_refuses_128mib_with_the_open_source_plugin(helm: Path, tmp_path: Path) -> None:
     """GS119 at install time: a chart user who sets 128MiB must also name ACK's plugin image."""
     render({"kubernetesVersion": "1.26"}, format="chart", output=tmp_path / "c")

@@ -97,6 +97,15 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GS116": ([{**COMPUTE, "cgpu": {"policy": 5}}], {}),
     "GS117": ([{**COMPUTE, "cgpu": {"policy": 0}}], {}),
     "GS118": ([{**SETTINGS, "gpuMemoryUnit": "128MiB", "isolation": ["core_mem"], "devicePlugin": ACK_PLUGIN}], {}),
+    "GS122": (
+        [
+            {
+                **COMPUTE,
+                "devicePlugin": {"image": {"repository": "registry.example.com/acs/k8s-gpushare-plugin", "tag": "v2"}},
+            }
+        ],
+        {},
+    ),
     "GS119": (
         [
             {
@@ -236,6 +245,26 @@ def test_compute_is_checked_per_container(shares: tuple[int, int], refused: list
     found = [f for f in validate([made]).findings if f.rule.id == "GW202"]
     where = ["pod" if f.field == "resources.limits.aliyun.com/gpu-core.percentage" else f.field[11] for f in found]
     assert where == refused
+
+
+def test_compute_allocation_leaves_the_plugin_image_to_the_install(tmp_path: Path) -> None:
+    """Only ACK's device plugin reports gpu-core.percentage capacity (facts section 1): with compute allocation
+    gpushare picks no plugin image (the chart asks at install, manifests need one at render), and the open-source
+    image named is refused (GS122)."""
+    rendered = render(COMPUTE, format="chart", output=tmp_path / "chart")
+    assert rendered.settings.device_plugin.image.repository == "" and rendered.install_values
+    assert "compute allocation needs ACK's own device plugin" in rendered.notes
+    with pytest.raises(InputError, match="compute allocation needs ACK's own device plugin"):
+        render(COMPUTE, format="manifests")
+    helpers = (tmp_path / "chart" / "templates" / "_helpers.tpl").read_text()
+    assert "[GS122]" in helpers and "[GS122]" not in render(SETTINGS, format="chart").files["templates/_helpers.tpl"]
+    given = {**COMPUTE, "devicePlugin": ACK_PLUGIN}
+    (plugin,) = [
+        o
+        for o in render(given, format="manifests").objects
+        if o["kind"] == "DaemonSet" and "plugin" in o["metadata"]["name"]
+    ]
+    assert plugin["spec"]["template"]["spec"]["containers"][0]["image"].startswith(ACK_PLUGIN["image"]["repository"])
 
 
 def test_old_clusters_and_charts_are_reinstalled_not_upgraded() -> None:

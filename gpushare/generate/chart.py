@@ -81,14 +81,26 @@ helm.sh/chart: {{ include "gpushare.chart" .root }}
 """
 
 
-#: The device plugin's --memory-unit; ACK's 128MiB unit needs ACK's own plugin image (GS119), also when a chart
-#: user sets the unit at install time; an image left to the install must be given there.
-_MEMORY_UNIT_HELPER = f"""
+#: Compute allocation needs ACK's own plugin, the only one that reports aliyun.com/gpu-core.percentage capacity.
+_COMPUTE_GUARD = f"""{{{{- if eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}" -}}}}
+{{{{- fail "compute allocation needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin reports no aliyun.com/gpu-core.percentage capacity [GS122]" -}}}}
+{{{{- end -}}}}
+"""
+
+
+def _memory_unit_helper(compute: bool) -> str:
+    """`gpushare.memoryUnitArg`, which every device plugin DaemonSet includes: the device plugin's --memory-unit,
+    refusing what the plugin cannot serve at install time too (a chart user may set the unit or the image there):
+    an image left to the install and not given, 128MiB with the open-source image (GS119), and with compute
+    allocation (fixed when the chart is rendered) the open-source image, which reports no gpu-core.percentage
+    (GS122)."""
+    guard = _COMPUTE_GUARD if compute else ""
+    return f"""
 {{{{/* The device plugin's --memory-unit: 128MiB needs ACK's own plugin image (gpushare rule GS119); the
 open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only). */}}}}
 {{{{- define "gpushare.memoryUnitArg" -}}}}
-{{{{- if not .Values.devicePlugin.image.repository -}}}}
-{{{{- fail "devicePlugin.image.repository is empty: set it (and devicePlugin.image.tag or .digest) to the device plugin image to run; {UNIT_128MIB} units on ACK need ACK's own, which {ACK_PLUGIN_LOOKUP} shows" -}}}}
+{guard}{{{{- if not .Values.devicePlugin.image.repository -}}}}
+{{{{- fail "devicePlugin.image.repository is empty: set it (and devicePlugin.image.tag or .digest) to the device plugin image to run; {UNIT_128MIB} units and compute allocation on ACK need ACK's own, which {ACK_PLUGIN_LOOKUP} shows" -}}}}
 {{{{- end -}}}}
 {{{{- if and (eq .Values.gpuMemoryUnit "{UNIT_128MIB}") (eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}") -}}}}
 {{{{- fail "gpuMemoryUnit {UNIT_128MIB} needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin knows {UNIT_GIB} and {UNIT_MIB} only and would report {UNIT_GIB} [GS119]" -}}}}
@@ -238,7 +250,7 @@ def chart_files(stack: Stack) -> dict[str, str]:
         "gpushare-settings.yaml": dump(stack.settings.document()),
         ".helmignore": f"control-plane/\ngpushare-settings.yaml\n{output.MARKER}\n",
         "templates/_helpers.tpl": _HELPERS
-        + _MEMORY_UNIT_HELPER
+        + _memory_unit_helper(stack.settings.compute_allocation)
         + (cgpu.ENV_HELPER if stack.settings.isolated_modes else "")
         + _config_helpers(stack),
         "templates/NOTES.txt": notes(stack.settings, stack.requirements, helm=True),

@@ -30,7 +30,7 @@ _TEXT = _ENV.from_string(
     """gpushare [[ profile ]] stack: device plugin[% if isolated %], cGPU installer ([[ isolated|join(', ') ]])[% endif %][% if mode != 'managed' %], scheduler extender ([[ mode ]])[% endif %].
 [% if plugin_at_install %]
 
-0. Give the device plugin image when installing: [[ small_unit ]] units need ACK's own device plugin, whose image
+0. Give the device plugin image when installing: [[ need ]] ACK's own device plugin, whose image
    gpushare does not know (it is not public; your cluster runs it). Read it with
      [[ plugin_lookup ]]
    then install with it:
@@ -155,7 +155,7 @@ def notes(
             requirements=requirements or {},
             cgpu_paragraph=_cgpu_paragraph(settings),
             plugin_at_install=not helm and settings.device_plugin.image.repository == AT_INSTALL,
-            small_unit=profiles.UNIT_128MIB,
+            need=settings.ack_plugin_need,
             plugin_lookup=profiles.ACK_PLUGIN_LOOKUP,
             release=settings.release_name,
             chart=chart,

@@ -96,7 +96,7 @@ def render(
             "devicePlugin.image.repository",
             AT_INSTALL,
             "an image for manifests (a chart asks for it at install time): --device-plugin-image-repository and "
-            f"--device-plugin-image-tag; {profiles.UNIT_128MIB} units on ACK need ACK's own device plugin, which "
+            f"--device-plugin-image-tag; {model.ack_plugin_need} ACK's own device plugin, which "
             f"{profiles.ACK_PLUGIN_LOOKUP} shows",
         )
     objects = stack.objects()

@@ -260,10 +260,11 @@ class InstallerSettings(_Model):
             return data  # the Literal check reports the bad profile
         data.setdefault("gpuMemoryUnit", data.pop("gpu_memory_unit", profile.memory_units[0]))
         registry = _registry(name, data.get("region"))
+        compute = data.get("computeAllocation", data.get("compute_allocation"))
         for key, snake, image in (
             ("scheduler", "scheduler", {"repository": KUBE_SCHEDULER_IMAGE, "tag": ""}),
             ("extender", "extender", {"repository": f"{registry}/k8s-gpushare-schd-extender", "tag": "1.11-d170d8a"}),
-            ("devicePlugin", "device_plugin", _plugin_image(name, data["gpuMemoryUnit"], registry)),
+            ("devicePlugin", "device_plugin", _plugin_image(name, data["gpuMemoryUnit"], compute, registry)),
             ("cgpu", "cgpu", {"repository": f"{registry}/cgpu-installer", "tag": "1.5.20"}),
         ):
             section = data.pop(snake, None) if snake != key and snake in data else data.get(key)
@@ -294,6 +295,18 @@ class InstallerSettings(_Model):
         return profiles.served_scheduler(self.scheduler.mode, self.scheduler.name)
 
     @property
+    def ack_plugin_features(self) -> list[str]:
+        """What of these settings only ACK's own device plugin serves (`ack_plugin_features`)."""
+        return ack_plugin_features(self.profile, self.gpu_memory_unit, self.compute_allocation)
+
+    @property
+    def ack_plugin_need(self) -> str:
+        """`ack_plugin_features` as a sentence's subject and verb: "128MiB units need", "compute allocation needs"."""
+        features = self.ack_plugin_features or ["these settings"]
+        plural = len(features) > 1 or features[0].endswith("s")
+        return f"{' and '.join(features)} {'need' if plural else 'needs'}"
+
+    @property
     def isolated_modes(self) -> tuple[str, ...]:
         """The modes served whose nodes need the cGPU module."""
         return tuple(m for m in self.isolation if m in labels.ISOLATED_MODES)
@@ -312,10 +325,26 @@ def is_open_source_plugin(image: Image) -> bool:
     return image.repository.rsplit("/", 1)[-1] == OPEN_SOURCE_PLUGIN
 
 
-def _plugin_image(profile: str, unit: Any, registry: str) -> dict[str, str]:
-    """The device plugin image gpushare picks: the open-source plugin, but for 128MiB units on ACK, which only ACK's
-    own plugin serves: that one is left to the install (gpushare does not know its image, and never invents one)."""
-    if profile == profiles.ACK and unit == profiles.UNIT_128MIB:
+def ack_plugin_features(profile: str, unit: Any, compute: Any) -> list[str]:
+    """What of the settings only ACK's own device plugin serves: 128MiB units (the open-source plugin knows GiB and
+    MiB), compute allocation (it reports no gpu-core.percentage capacity; facts section 1)."""
+    if profile != profiles.ACK:
+        return []
+    return [
+        name
+        for name, wanted in (
+            (f"{profiles.UNIT_128MIB} units", unit == profiles.UNIT_128MIB),
+            ("compute allocation", compute is True),
+        )
+        if wanted
+    ]
+
+
+def _plugin_image(profile: str, unit: Any, compute: Any, registry: str) -> dict[str, str]:
+    """The device plugin image gpushare picks: the open-source plugin, but where only ACK's own plugin serves the
+    settings (`ack_plugin_features`): that one is left to the install (gpushare does not know its image, and never
+    invents one)."""
+    if ack_plugin_features(profile, unit, compute):
         return {"repository": AT_INSTALL, "tag": ""}
     return {"repository": f"{registry}/{OPEN_SOURCE_PLUGIN}", "tag": "v2-1.11-aff8a23"}
 

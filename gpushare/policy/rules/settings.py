@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from gpushare.domain import cgpu, profiles, sources, versions
+from gpushare.domain import cgpu, labels, profiles, sources, versions
 from gpushare.errors import InputError
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
 
@@ -191,6 +191,18 @@ def _small_unit_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offe
             f"ACK's own device plugin image for {profiles.UNIT_128MIB} units (--device-plugin-image-repository, or "
             f"unset for the chart to ask at install; the open-source plugin knows {profiles.UNIT_GIB} and "
             f"{profiles.UNIT_MIB} only and would report {profiles.UNIT_GIB})",
+        )
+
+
+def _compute_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    from gpushare.settings.model import is_open_source_plugin  # loaded already: `s` is one of its models
+
+    if s.profile == profiles.ACK and s.compute_allocation and is_open_source_plugin(s.device_plugin.image):
+        yield (
+            "devicePlugin.image.repository",
+            s.device_plugin.image.repository,
+            f"ACK's own device plugin image for compute allocation (--device-plugin-image-repository, or unset for "
+            f"the chart to ask at install; the open-source plugin reports no {labels.GPU_CORE} capacity)",
         )
 
 
@@ -416,5 +428,15 @@ RULES: tuple[Rule, ...] = (
         "Check the release exists (its kube-scheduler image is pulled by that tag), or name a known patch.",
         sources.GPUSHARE_VERSIONS,
         _unknown_patch,
+    ),
+    Rule(
+        "GS122",
+        "error",
+        "settings",
+        "Compute allocation on ACK needs ACK's device plugin image",
+        f"Leave devicePlugin.image unset (the chart then asks for ACK's plugin image at install: "
+        f"{profiles.ACK_PLUGIN_LOOKUP} shows it), or set it to that image.",
+        sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/const.go (registers gpu-mem and gpu-count only)"),
+        _compute_plugin,
     ),
 )

@@ -56,8 +56,11 @@ helm.sh/chart: {{ include "gpushare.chart" .root }}
 {{/* The device plugin's --memory-unit: 128MiB needs ACK's own plugin image (gpushare rule GS119); the
 open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only). */}}
 {{- define "gpushare.memoryUnitArg" -}}
+{{- if eq (base .Values.devicePlugin.image.repository) "k8s-gpushare-plugin" -}}
+{{- fail "compute allocation needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin reports no aliyun.com/gpu-core.percentage capacity [GS122]" -}}
+{{- end -}}
 {{- if not .Values.devicePlugin.image.repository -}}
-{{- fail "devicePlugin.image.repository is empty: set it (and devicePlugin.image.tag or .digest) to the device plugin image to run; 128MiB units on ACK need ACK's own, which kubectl -n kube-system get daemonsets -o wide (the IMAGES column of ack-ai-installer's device plugin) shows" -}}
+{{- fail "devicePlugin.image.repository is empty: set it (and devicePlugin.image.tag or .digest) to the device plugin image to run; 128MiB units and compute allocation on ACK need ACK's own, which kubectl -n kube-system get daemonsets -o wide (the IMAGES column of ack-ai-installer's device plugin) shows" -}}
 {{- end -}}
 {{- if and (eq .Values.gpuMemoryUnit "128MiB") (eq (base .Values.devicePlugin.image.repository) "k8s-gpushare-plugin") -}}
 {{- fail "gpuMemoryUnit 128MiB needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin knows GiB and MiB only and would report GiB [GS119]" -}}
