@@ -221,6 +221,17 @@ def test_a_compute_chart_refuses_the_open_source_plugin_at_install(helm: Path, t
     assert accepted.returncode == 0, accepted.stderr
 
 
+def test_a_core_mem_chart_refuses_128mib_at_install(helm: Path, tmp_path: Path) -> None:
+    """GS118 at install time: 128MiB units are not supported on core_mem nodes, which the chart serves."""
+    settings = {"isolation": ["share", "core_mem"], "computeAllocation": True, "region": "cn-beijing"}
+    render({**settings, "kubernetesVersion": "1.28"}, format="chart", output=tmp_path / "c")
+    image = f"devicePlugin.image.repository={EXAMPLE_ACK_PLUGIN},devicePlugin.image.tag=v1"
+    command = [str(helm), "template", "x", str(tmp_path / "c"), "--kube-version", "1.28", "--set", image]
+    refused = subprocess.run([*command, "--set", "gpuMemoryUnit=128MiB"], capture_output=True, text=True)
+    assert refused.returncode != 0 and "[GS118]" in refused.stderr
+    assert subprocess.run(command, capture_output=True, text=True).returncode == 0
+
+
 def test_chart_refuses_128mib_with_the_open_source_plugin(helm: Path, tmp_path: Path) -> None:
     """GS119 at install time: a chart user who sets 128MiB must also name ACK's plugin image."""
     render({"kubernetesVersion": "1.26"}, format="chart", output=tmp_path / "c")

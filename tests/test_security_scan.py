@@ -14,6 +14,7 @@ import yaml
 from toolchain import IN_CI
 
 from gpushare import render
+from gpushare.generate.matrix import EXAMPLE_ACK_PLUGIN
 from gpushare.generate.security import EXCEPTIONS
 
 #: Checks that only the defaults fail; a user who pins digests and pulls Always passes them (tested below).
@@ -35,6 +36,7 @@ CASES = {
         "computeAllocation": True,
         "region": "cn-beijing",
         "kubernetesVersion": "1.26",
+        "devicePlugin": {"image": {"repository": EXAMPLE_ACK_PLUGIN, "tag": "v1"}},  # compute allocation needs ACK's
     },
     "ack-secondary": {"kubernetesVersion": "1.20", "scheduler": {"mode": "secondary"}},
 }

@@ -15,7 +15,16 @@ from pydantic import BaseModel
 
 from gpushare import __version__, output
 from gpushare.domain import profiles, versions
-from gpushare.domain.profiles import ACK_PLUGIN_LOOKUP, INSTALLER_CHART, UNIT_1GIB, UNIT_128MIB, UNIT_GIB, UNIT_MIB
+from gpushare.domain.labels import GPU_MEM
+from gpushare.domain.profiles import (
+    ACK_PLUGIN_LOOKUP,
+    INSTALLER_CHART,
+    MIB_PER_UNIT,
+    UNIT_1GIB,
+    UNIT_128MIB,
+    UNIT_GIB,
+    UNIT_MIB,
+)
 from gpushare.generate import controlplane
 from gpushare.generate.components import cgpu
 from gpushare.generate.notes import notes
@@ -88,28 +97,54 @@ _COMPUTE_GUARD = f"""{{{{- if eq (base .Values.devicePlugin.image.repository) "{
 """
 
 
-def _memory_unit_helper(compute: bool) -> str:
+def _memory_unit_helper(settings: InstallerSettings) -> str:
     """`gpushare.memoryUnitArg`, which every device plugin DaemonSet includes: the device plugin's --memory-unit,
-    refusing what the plugin cannot serve at install time too (a chart user may set the unit or the image there):
-    an image left to the install and not given, 128MiB with the open-source image (GS119), and with compute
-    allocation (fixed when the chart is rendered) the open-source image, which reports no gpu-core.percentage
-    (GS122)."""
-    guard = _COMPUTE_GUARD if compute else ""
+    refusing at install time what `render` refuses (a chart user may set the unit or the image there): an image left
+    to the install and not given; 128MiB with the open-source image (GS119) or on core_mem nodes (GS118); with
+    compute allocation the open-source image, which reports no gpu-core.percentage (GS122); and on `helm upgrade`
+    a unit other than the installed device plugin's (GC411: the unit is chosen at install)."""
+    guards = _COMPUTE_GUARD if settings.compute_allocation else ""
+    if "core_mem" in settings.isolation:
+        guards += _CORE_MEM_GUARD
+    sizes = " ".join(f'"{unit}" {mib}' for unit, mib in MIB_PER_UNIT.items())
     return f"""
 {{{{/* The device plugin's --memory-unit: 128MiB needs ACK's own plugin image (gpushare rule GS119); the
-open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only). */}}}}
+open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only). On upgrade the unit must stay
+the installed plugin's (GC411): pods hold GPU memory counted in it. */}}}}
 {{{{- define "gpushare.memoryUnitArg" -}}}}
-{guard}{{{{- if not .Values.devicePlugin.image.repository -}}}}
+{guards}{{{{- if not .Values.devicePlugin.image.repository -}}}}
 {{{{- fail "devicePlugin.image.repository is empty: set it (and devicePlugin.image.tag or .digest) to the device plugin image to run; {UNIT_128MIB} units and compute allocation on ACK need ACK's own, which {ACK_PLUGIN_LOOKUP} shows" -}}}}
 {{{{- end -}}}}
-{{{{- if and (eq .Values.gpuMemoryUnit "{UNIT_128MIB}") (eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}") -}}}}
+{{{{- $openSource := eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}" -}}}}
+{{{{- if and (eq .Values.gpuMemoryUnit "{UNIT_128MIB}") $openSource -}}}}
 {{{{- fail "gpuMemoryUnit {UNIT_128MIB} needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin knows {UNIT_GIB} and {UNIT_MIB} only and would report {UNIT_GIB} [GS119]" -}}}}
 {{{{- end -}}}}
-{{{{- if and (eq .Values.gpuMemoryUnit "{UNIT_1GIB}") (eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}") -}}}}
---memory-unit={UNIT_GIB}
-{{{{- else -}}}}
---memory-unit={{{{ .Values.gpuMemoryUnit }}}}
+{{{{- $unit := .Values.gpuMemoryUnit -}}}}
+{{{{- if and (eq $unit "{UNIT_1GIB}") $openSource -}}}}{{{{- $unit = "{UNIT_GIB}" -}}}}{{{{- end -}}}}
+{{{{- if .Release.IsUpgrade -}}}}
+{{{{- $sizes := dict {sizes} -}}}}
+{{{{- range (lookup "apps/v1" "DaemonSet" .Release.Namespace "").items -}}}}
+{{{{- $labels := .metadata.labels | default dict -}}}}
+{{{{- if and (eq (get $labels "app.kubernetes.io/instance") $.Release.Name) (eq (get $labels "app.kubernetes.io/component") "device-plugin") -}}}}
+{{{{- range (first .spec.template.spec.containers).command -}}}}
+{{{{- if hasPrefix "--memory-unit=" . -}}}}
+{{{{- $installed := trimPrefix "--memory-unit=" . -}}}}
+{{{{- if ne (toString (get $sizes $installed)) (toString (get $sizes $unit)) -}}}}
+{{{{- fail (printf "gpuMemoryUnit %s is not the installed %s: the unit is chosen at install; delete every pod requesting {GPU_MEM}, uninstall, then install with the new unit (or keep it: helm upgrade --reuse-values) [GC411]" $unit $installed) -}}}}
 {{{{- end -}}}}
+{{{{- end -}}}}
+{{{{- end -}}}}
+{{{{- end -}}}}
+{{{{- end -}}}}
+{{{{- end -}}}}
+--memory-unit={{{{ $unit }}}}
+{{{{- end -}}}}
+"""
+
+
+#: 128MiB units are not supported on core_mem nodes (seed 000): a chart serving them refuses the unit at install.
+_CORE_MEM_GUARD = f"""{{{{- if eq .Values.gpuMemoryUnit "{UNIT_128MIB}" -}}}}
+{{{{- fail "gpuMemoryUnit {UNIT_128MIB} is not supported on core_mem nodes, which this chart serves [GS118]" -}}}}
 {{{{- end -}}}}
 """
 
@@ -250,7 +285,7 @@ def chart_files(stack: Stack) -> dict[str, str]:
         "gpushare-settings.yaml": dump(stack.settings.document()),
         ".helmignore": f"control-plane/\ngpushare-settings.yaml\n{output.MARKER}\n",
         "templates/_helpers.tpl": _HELPERS
-        + _memory_unit_helper(stack.settings.compute_allocation)
+        + _memory_unit_helper(stack.settings)
         + (cgpu.ENV_HELPER if stack.settings.isolated_modes else "")
         + _config_helpers(stack),
         "templates/NOTES.txt": notes(stack.settings, stack.requirements, helm=True),

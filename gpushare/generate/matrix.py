@@ -13,9 +13,10 @@ from typing import Any
 from gpushare.domain import profiles, versions
 from gpushare.errors import InputError
 from gpushare.policy.validate import enforce
-from gpushare.settings.model import load_settings
+from gpushare.settings.model import ack_plugin_features, load_settings
 
-#: Stands for ACK's own device plugin image, which 128MiB units on ACK need (GS119) and which is not public.
+#: Stands for ACK's own device plugin image, which 128MiB units and compute allocation on ACK need (GS119, GS122)
+#: and which is not public.
 EXAMPLE_ACK_PLUGIN = "registry.example.com/acs/ack-gpushare-device-plugin"
 
 
@@ -40,7 +41,7 @@ def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict
                             document["kubernetesVersion"] = version
                         if "core_mem" in isolation:
                             document["region"] = profiles.COMPUTE_REGIONS[0]
-                        if profile.name == profiles.ACK and unit == profiles.UNIT_128MIB:
+                        if ack_plugin_features(profile.name, unit, document["computeAllocation"]):
                             document["devicePlugin"] = {"image": {"repository": EXAMPLE_ACK_PLUGIN, "tag": "v1"}}
                         try:
                             settings = load_settings(document)

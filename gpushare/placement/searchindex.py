@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -42,9 +42,10 @@ class Members(Protocol):
 
 #: Kinds of pods whose arrays are kept at once (each holds a few integers per node).
 MAX_KINDS = 64
-Ints = npt.NDArray[np.int64]
+#: Explicit aliases: a build without numpy's types (mypyc's, `--ignore-missing-imports`) reads them as Any.
+Ints: TypeAlias = npt.NDArray[np.int64]
 _MOST = np.iinfo(np.int64).max
-Mask = npt.NDArray[np.bool_]
+Mask: TypeAlias = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)

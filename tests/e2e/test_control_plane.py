@@ -45,6 +45,7 @@ def helm(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
             "isolation": ["share", "cgpu", "core_mem"],
             "computeAllocation": True,
             "region": "cn-beijing",
+            "devicePlugin": {"image": {"repository": EXAMPLE_ACK_PLUGIN, "tag": "v1"}},
         },
     ],
     ids=["open-source", "ack-secondary-128mib", "ack-managed-compute"],
@@ -101,7 +102,8 @@ def scheduler_args(cluster: ControlPlane, tmp_path: Path, api_name: str) -> list
 
 def test_two_releases_install_side_by_side_and_upgrade(cluster: ControlPlane, tmp_path: Path) -> None:
     """Names derive from the release: a second release in another namespace installs beside the first (no
-    cluster-scoped name clash), an upgrade of the first keeps working, and NOTES read the values set."""
+    cluster-scoped name clash), an upgrade of the first keeps working (and refuses to change the memory unit the
+    release was installed with: the unit is chosen at install), and NOTES read the values set."""
     chart = tmp_path / "chart"
     render({"profile": "open-source", "kubernetesVersion": f"1.{cluster.minor}"}, format="chart", output=chart)
     core = api(cluster.kubeconfig)
@@ -129,17 +131,12 @@ def test_two_releases_install_side_by_side_and_upgrade(cluster: ControlPlane, tm
     assert ("ClusterRole", "gpushare-device-plugin") in installed["gpushare"]
     assert ("ClusterRole", "second-gpushare-device-plugin") in installed["second"]
     assert not installed["gpushare"] & installed["second"]
-    result = helm(
-        "upgrade",
-        "gpushare",
-        str(chart),
-        "-n",
-        "team-a",
-        "--wait=false",
-        "--set",
-        "extender.port=23456",
-        kubeconfig=cluster.kubeconfig,
-    )
+    upgrade = ["upgrade", "gpushare", str(chart), "-n", "team-a", "--wait=false", "--set", "extender.port=23456"]
+    # without the unit the release was installed with, the upgrade would change it under running pods (GC411)
+    refused = helm(*upgrade, kubeconfig=cluster.kubeconfig)
+    assert refused.returncode != 0 and "gpuMemoryUnit GiB is not the installed MiB" in refused.stderr
+    assert "[GC411]" in refused.stderr
+    result = helm(*upgrade, "--reuse-values", kubeconfig=cluster.kubeconfig)
     assert result.returncode == 0, result.stderr
     config = core.read_namespaced_config_map("gpushare-scheduler-config", "team-a").data
     assert "127.0.0.1:23456" in next(iter(config.values()))

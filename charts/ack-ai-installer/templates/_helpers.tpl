@@ -54,17 +54,33 @@ helm.sh/chart: {{ include "gpushare.chart" .root }}
 {{- end -}}
 
 {{/* The device plugin's --memory-unit: 128MiB needs ACK's own plugin image (gpushare rule GS119); the
-open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only). */}}
+open-source plugin's word for ACK's 1GiB unit is GiB (it knows GiB and MiB only). On upgrade the unit must stay
+the installed plugin's (GC411): pods hold GPU memory counted in it. */}}
 {{- define "gpushare.memoryUnitArg" -}}
 {{- if not .Values.devicePlugin.image.repository -}}
 {{- fail "devicePlugin.image.repository is empty: set it (and devicePlugin.image.tag or .digest) to the device plugin image to run; 128MiB units and compute allocation on ACK need ACK's own, which kubectl -n kube-system get daemonsets -o wide (the IMAGES column of ack-ai-installer's device plugin) shows" -}}
 {{- end -}}
-{{- if and (eq .Values.gpuMemoryUnit "128MiB") (eq (base .Values.devicePlugin.image.repository) "k8s-gpushare-plugin") -}}
+{{- $openSource := eq (base .Values.devicePlugin.image.repository) "k8s-gpushare-plugin" -}}
+{{- if and (eq .Values.gpuMemoryUnit "128MiB") $openSource -}}
 {{- fail "gpuMemoryUnit 128MiB needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin knows GiB and MiB only and would report GiB [GS119]" -}}
 {{- end -}}
-{{- if and (eq .Values.gpuMemoryUnit "1GiB") (eq (base .Values.devicePlugin.image.repository) "k8s-gpushare-plugin") -}}
---memory-unit=GiB
-{{- else -}}
---memory-unit={{ .Values.gpuMemoryUnit }}
+{{- $unit := .Values.gpuMemoryUnit -}}
+{{- if and (eq $unit "1GiB") $openSource -}}{{- $unit = "GiB" -}}{{- end -}}
+{{- if .Release.IsUpgrade -}}
+{{- $sizes := dict "1GiB" 1024 "128MiB" 128 "GiB" 1024 "MiB" 1 -}}
+{{- range (lookup "apps/v1" "DaemonSet" .Release.Namespace "").items -}}
+{{- $labels := .metadata.labels | default dict -}}
+{{- if and (eq (get $labels "app.kubernetes.io/instance") $.Release.Name) (eq (get $labels "app.kubernetes.io/component") "device-plugin") -}}
+{{- range (first .spec.template.spec.containers).command -}}
+{{- if hasPrefix "--memory-unit=" . -}}
+{{- $installed := trimPrefix "--memory-unit=" . -}}
+{{- if ne (toString (get $sizes $installed)) (toString (get $sizes $unit)) -}}
+{{- fail (printf "gpuMemoryUnit %s is not the installed %s: the unit is chosen at install; delete every pod requesting aliyun.com/gpu-mem, uninstall, then install with the new unit (or keep it: helm upgrade --reuse-values) [GC411]" $unit $installed) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+--memory-unit={{ $unit }}
 {{- end -}}
