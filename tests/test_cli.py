@@ -269,3 +269,25 @@ def test_ctrl_c_as_the_command_ends_is_one_line_too() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (130, "gpushare: interrupted\n") and "GS100" in done.stdout
+
+
+def test_newcomers_mistakes_are_one_line_exit_2_nothing_written(tmp_path: Path) -> None:
+    """A binary settings file, an empty file to validate (a CI gate fed by a failed `kubectl get > f` must not
+    pass) and a file name given where a directory is written: each one line naming what was wrong, exit 2."""
+    binary = tmp_path / "settings.yaml"
+    binary.write_bytes(b"\xff\xfe\x00\x01binary")
+    result = run("render", "--config", str(binary), "-o", str(tmp_path / "chart"))
+    assert result.returncode == 2 and "a UTF-8 text file" in result.stderr and result.stderr.count("\n") == 1
+    assert not (tmp_path / "chart").exists()
+    empty = tmp_path / "pods.yaml"
+    empty.write_text("")
+    result = run("validate", str(empty))
+    assert result.returncode == 2 and "hold Kubernetes objects" in result.stderr and result.stderr.count("\n") == 1
+    for args in (
+        ["--profile", "open-source", "--scheduler-mode", "control-plane", "--kube-version", "1.24"],
+        ["--format", "chart"],
+    ):
+        target = tmp_path / "k5.yaml"
+        fmt = [] if "--format" in args else ["--format", "manifests"]
+        result = run("render", *args, *fmt, "-o", str(target))
+        assert result.returncode == 2 and "a directory name" in result.stderr and not target.exists()

@@ -58,6 +58,10 @@ class Rendered:
         a manifests file named by an existing directory or a path ending in / goes in it as manifests.yaml.
         Refuses (InputError) a target gpushare did not write unless `force`, which keeps it as a backup."""
         if self.is_tree:
+            path = Path(output)
+            if path.suffix.lower() in (".yaml", ".yml", ".json") and not path.is_dir():
+                what = "the chart goes" if self.format == "chart" else "manifests.yaml and control-plane/ go"
+                raise InputError("--output", str(output), f"a directory name ({what} in it), not a file name")
             return write_tree(output, self.files, force)
         path = Path(output)
         if str(output).endswith(("/", os.sep)) or (path.is_dir() and not path.is_symlink()):

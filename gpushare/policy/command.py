@@ -12,6 +12,7 @@ from typing import Any
 from gpushare import jsontext
 from gpushare.arguments import scheduler_name
 from gpushare.domain import kinds
+from gpushare.errors import InputError
 from gpushare.policy import report as reporting
 from gpushare.policy.engine import ClusterFacts
 from gpushare.policy.rules import RULES
@@ -63,8 +64,8 @@ def main(args: argparse.Namespace) -> int:
         report = preflight(document, live, args.config, **{k: v for k, v in facts.items() if k != "kube_version"})
     else:
         sources = read_inputs(args.paths, show_progress=wanted(args.quiet))
-        if not sources:
-            print(f"gpushare: warning: no Kubernetes objects in {', '.join(args.paths)}", file=sys.stderr)
+        if not sources:  # a CI gate fed by a failed `kubectl get > file` must not pass
+            raise InputError("paths", ", ".join(args.paths), "files that hold Kubernetes objects (these hold none)")
         report = validate(sources, ClusterFacts(**facts), wanted(args.quiet))
     if args.output == "json":
         print(jsontext.dumps(reporting.to_dict(report)))

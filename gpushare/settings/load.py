@@ -18,6 +18,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError("--config", str(path), f"a readable file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError("--config", str(path), f"a UTF-8 text file (YAML; byte {exc.start} is not UTF-8)") from None
     documents = [data for _, data in compose_all(text, str(path), "--config") if data is not None]
     if not documents:
         raise InputError("--config", str(path), "a settings document (the file holds none)")
