@@ -15,6 +15,13 @@ def listed(names: Sequence[str], most: int = 5) -> str:
     return ", ".join(names[:most]) + more
 
 
+def counted(n: int, word: str) -> str:
+    """`n word` as English counts it: 1 error, 2 errors, 5 Pods, 2 PriorityClasses."""
+    if n == 1:
+        return f"1 {word}"
+    return f"{n} {word}es" if word.endswith(("s", "x", "ch", "sh")) else f"{n} {word}s"
+
+
 def shown(value: Any) -> str:
     """A value as a message quotes it: `unset` for None, repr otherwise, cut to QUOTE_LIMIT characters."""
     if value is None:

@@ -291,3 +291,15 @@ def test_newcomers_mistakes_are_one_line_exit_2_nothing_written(tmp_path: Path) 
         fmt = [] if "--format" in args else ["--format", "manifests"]
         result = run("render", *args, *fmt, "-o", str(target))
         assert result.returncode == 2 and "a directory name" in result.stderr and not target.exists()
+
+
+def test_counts_read_as_english() -> None:
+    """ "1 error", "5 Pods", "2 PriorityClasses": not "1 errors", "5 Pod"."""
+    from gpushare.errors import counted
+
+    assert [counted(1, "error"), counted(0, "error"), counted(5, "Pod"), counted(2, "PriorityClass")] == [
+        "1 error",
+        "0 errors",
+        "5 Pods",
+        "2 PriorityClasses",
+    ]

@@ -59,7 +59,7 @@ class Rendered:
         Refuses (InputError) a target gpushare did not write unless `force`, which keeps it as a backup."""
         if self.is_tree:
             path = Path(output)
-            if path.suffix.lower() in (".yaml", ".yml", ".json") and not path.is_dir():
+            if path.suffix.lower() in (".yaml", ".yml", ".json") and not path.exists() and not path.is_symlink():
                 what = "the chart goes" if self.format == "chart" else "manifests.yaml and control-plane/ go"
                 raise InputError("--output", str(output), f"a directory name ({what} in it), not a file name")
             return write_tree(output, self.files, force)

@@ -17,7 +17,7 @@ from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
 from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.versions import CONFIG_APIS, MINORS, choose_api, default_api, parse_kube_version
-from gpushare.errors import InputError
+from gpushare.errors import InputError, counted
 from gpushare.kube.documents import Source, read_paths
 from gpushare.kube.workloads import WORKLOAD_KINDS, unnamed
 from gpushare.placement import report
@@ -337,7 +337,7 @@ def _counted(sources: list[Source]) -> str:
     kinds: dict[str, int] = {}
     for src in sources:
         kinds[src.kind or "(no kind)"] = kinds.get(src.kind or "(no kind)", 0) + 1
-    return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) or "nothing"
+    return ", ".join(counted(n, kind) for kind, n in sorted(kinds.items())) or "nothing"
 
 
 def scheduler_profile(

@@ -7,7 +7,7 @@ from typing import Any
 
 from gpushare import __version__
 from gpushare.domain import kinds
-from gpushare.errors import shown
+from gpushare.errors import counted, shown
 from gpushare.policy.engine import Finding, Rule
 from gpushare.policy.validate import Report
 
@@ -24,9 +24,10 @@ def to_text(report: Report) -> str:
             lines.append(f"          fix: {f.rule.remediation}")
     lines += [item.message for item in report.not_checked]
     lines.append(
-        f"{report.objects} objects, {report.errors} errors, {report.warnings} warnings"
-        + (f", {len(report.ignored)} objects of kinds no rule checks" if report.ignored else "")
-        + (f", {len(report.not_checked)} checks not made" if report.not_checked else "")
+        f"{counted(report.objects, 'object')}, {counted(report.errors, 'error')}, "
+        f"{counted(report.warnings, 'warning')}"
+        + (f", {counted(len(report.ignored), 'object')} of kinds no rule checks" if report.ignored else "")
+        + (f", {counted(len(report.not_checked), 'check')} not made" if report.not_checked else "")
     )
     return "\n".join(lines) + "\n"
 
