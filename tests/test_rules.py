@@ -284,6 +284,18 @@ def test_old_clusters_and_charts_are_reinstalled_not_upgraded() -> None:
     )
 
 
+def test_an_extended_resource_requested_without_a_limit_is_refused_as_the_api_server_does() -> None:
+    """The API server refuses `aliyun.com/gpu-mem` in requests only ("Limit must be set for non overcommitable
+    resources"): validate says so where it used to place such a pod."""
+    made = pod()
+    made["spec"]["containers"][0]["resources"] = {"requests": {"aliyun.com/gpu-mem": 2}}
+    (finding,) = [f for f in validate([made]).findings if f.rule.id == "GW201"]
+    assert finding.field == "containers[c].resources.limits.aliyun.com/gpu-mem"
+    assert "Limit must be set for non overcommitable resources" in finding.allowed
+    made["spec"]["containers"][0]["resources"]["limits"] = {"aliyun.com/gpu-mem": 2}
+    assert not [f for f in validate([made]).findings if f.rule.id == "GW201"]
+
+
 def test_one_prerequisite_list_says_why_its_severities_differ() -> None:
     """Seed 004 lists families, OS, driver and Docker together: the family and OS rules warn and say why (a list
     of what was tested), the driver and Docker floors refuse."""

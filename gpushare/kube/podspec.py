@@ -332,6 +332,17 @@ def read(spec: dict[str, Any]) -> Requests:
                         )
                     )
                     continue
+                if "/" in str(resource) and resource in requests and resource not in limits:
+                    found.problems.append(
+                        Problem(
+                            MALFORMED,
+                            f"{kind}[{cname}].resources.limits.{resource}",
+                            None,
+                            f"a limit for the request {requests[resource]!r}: the API server refuses a request "
+                            "without one for an extended resource (Limit must be set for non overcommitable "
+                            "resources)",
+                        )
+                    )
                 if (
                     "/" in str(resource)
                     and resource in limits

@@ -66,6 +66,9 @@ def container(
     requests: dict[str, str] | None = None, image: str = "pause", limits: dict[str, str] | None = None
 ) -> Obj:
     resources: Obj = {}
+    # an extended resource requested needs its limit, or the API server refuses the pod (upstream's st.MakePod
+    # writes requests only: its tests never meet the API server)
+    limits = {**{k: v for k, v in (requests or {}).items() if "/" in k}, **(limits or {})}
     if requests:
         resources["requests"] = dict(requests)
     if limits:
