@@ -296,6 +296,19 @@ def test_an_extended_resource_requested_without_a_limit_is_refused_as_the_api_se
     assert not [f for f in validate([made]).findings if f.rule.id == "GW201"]
 
 
+def test_validate_and_place_call_the_same_gpu_pods_not_served(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Without --scheduler-name or settings, `validate` checks GW214 against the scheduler `place` serves by
+    default (default-scheduler), so a GPU pod `place` reports as not served is an error of `validate` too."""
+    made = pod(schedulerName="my-scheduler")
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(made))
+    code, out, _ = run(capsys, "validate", str(path))
+    assert code == 1 and "GW214" in out and "expected default-scheduler" in out
+    assert run(capsys, "validate", str(path), "--scheduler-name", "my-scheduler")[0] == 0
+
+
 def test_one_prerequisite_list_says_why_its_severities_differ() -> None:
     """Seed 004 lists families, OS, driver and Docker together: the family and OS rules warn and say why (a list
     of what was tested), the driver and Docker floors refuse."""

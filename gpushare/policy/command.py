@@ -11,13 +11,16 @@ from typing import Any
 
 from gpushare import jsontext
 from gpushare.arguments import scheduler_name
-from gpushare.domain import kinds
+from gpushare.domain import kinds, profiles
 from gpushare.errors import InputError
 from gpushare.policy import report as reporting
 from gpushare.policy.engine import ClusterFacts
 from gpushare.policy.rules import RULES
 from gpushare.policy.validate import read_inputs, validate
 from gpushare.progress import wanted
+
+#: What `place` serves by default (its default semantics, ack, and that profile's scheduler mode).
+DEFAULT_SERVED = profiles.served_scheduler(profiles.PROFILES[profiles.ACK].default_scheduler_mode)
 
 #: The cluster facts the rules check against, each a flag of validate and preflight.
 FACT_FLAGS: dict[str, str] = {
@@ -28,7 +31,9 @@ FACT_FLAGS: dict[str, str] = {
     "driver-version": "NVIDIA driver version",
     "docker-version": "Docker version on the GPU nodes",
     "chart-version": "ack-ai-installer chart version installed",
-    "scheduler-name": "spec.schedulerName gpushare serves (the settings' wins when a settings document is given)",
+    "scheduler-name": "spec.schedulerName gpushare serves (the settings' wins when a settings document is given; "
+    f"default: {DEFAULT_SERVED}, as `place` serves by default; {profiles.SECONDARY_SCHEDULER_NAME} for the "
+    "open-source stack's secondary scheduler)",
 }
 
 
@@ -66,6 +71,8 @@ def main(args: argparse.Namespace) -> int:
         sources = read_inputs(args.paths, show_progress=wanted(args.quiet))
         if not sources:  # a CI gate fed by a failed `kubectl get > file` must not pass
             raise InputError("paths", ", ".join(args.paths), "files that hold Kubernetes objects (these hold none)")
+        # the scheduler `place` serves by default, so both commands call the same GPU pods not served (GW214)
+        facts["scheduler_name"] = facts["scheduler_name"] or DEFAULT_SERVED
         report = validate(sources, ClusterFacts(**facts), wanted(args.quiet))
     if args.output == "json":
         print(jsontext.dumps(reporting.to_dict(report)))
