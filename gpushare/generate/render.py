@@ -43,7 +43,7 @@ class Rendered:
     @property
     def install_values(self) -> list[str]:
         """Values the install must set: the chart refuses to install without them (the device plugin's image, left
-        to the install with 128MiB units on ACK)."""
+        to the install with 128MiB units or compute allocation on ACK)."""
         if self.settings.device_plugin.image.repository != AT_INSTALL:
             return []
         return ["devicePlugin.image.repository", "devicePlugin.image.tag"]

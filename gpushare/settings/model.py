@@ -146,8 +146,8 @@ class ExtenderSettings(ContainerSettings):
 
 
 #: The device plugin's repository left empty: the image is given at install time (a chart's
-#: `--set devicePlugin.image.repository=...`), as 128MiB units on ACK need ACK's own plugin, whose image gpushare
-#: does not know.
+#: `--set devicePlugin.image.repository=...`), as 128MiB units and compute allocation on ACK need ACK's own plugin,
+#: whose image gpushare does not know.
 AT_INSTALL = ""
 _PLUGIN_REPOSITORY_PATTERN = f"{REPOSITORY_PATTERN}|^$"
 
@@ -158,7 +158,7 @@ class DevicePluginImage(Image):
     repository: str = Field(
         description="Image repository, without tag: [registry[:port]/]path, as the OCI distribution reference "
         "grammar defines it (lowercase path components). Empty: given at install time (a chart only); the default "
-        f"with {profiles.UNIT_128MIB} units on ACK, which need ACK's own device plugin image.",
+        f"with {profiles.UNIT_128MIB} units or compute allocation on ACK, which need ACK's own device plugin image.",
         max_length=255,
         pattern=_PLUGIN_REPOSITORY_PATTERN,
     )
