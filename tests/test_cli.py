@@ -303,3 +303,15 @@ def test_counts_read_as_english() -> None:
         "5 Pods",
         "2 PriorityClasses",
     ]
+
+
+def test_manifests_on_stdout_print_the_next_steps_on_stderr() -> None:
+    """`render --format manifests > stack.yaml`: stdout holds only the manifests, stderr the next steps."""
+    result = run("render", "--kube-version", "1.22", "--profile", "open-source", "--format", "manifests")
+    assert result.returncode == 0 and "kubectl label node <node> gpushare=true" in result.stderr
+    assert all(d["kind"] for d in yaml.safe_load_all(result.stdout) if d)
+    assert "kubectl label" not in result.stdout
+    assert (
+        "kubectl label"
+        not in run("render", "--profile", "open-source", "--kube-version", "1.22", "--format", "manifests", "-q").stderr
+    )

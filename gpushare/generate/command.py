@@ -64,8 +64,10 @@ def main(args: argparse.Namespace) -> int:
     to_stdout = args.format == "manifests" and output == "-"
     if args.json:
         print(json.dumps(summary(rendered, output, to_stdout), indent=2))
-    elif to_stdout:
+    elif to_stdout:  # the manifests on stdout, the next steps on stderr (`> stack.yaml` keeps them apart)
         sys.stdout.write(rendered.files["manifests.yaml"])
+        if not args.quiet:
+            print(rendered.notes, file=sys.stderr, end="")
     elif not args.quiet:
         written = rendered.written
         print(f"gpushare: wrote {rendered.format} to {written.target if written else output}", file=sys.stderr)
