@@ -12,7 +12,7 @@ import jinja2
 from gpushare.domain import cgpu, labels, profiles
 from gpushare.domain.profiles import MIB_PER_UNIT
 from gpushare.domain.versionstr import valid
-from gpushare.settings.model import AT_INSTALL, InstallerSettings
+from gpushare.settings.model import InstallerSettings
 
 # Jinja with [[ ]] delimiters, so Helm's {{ }} can pass through into NOTES.txt untouched.
 _ENV = jinja2.Environment(
@@ -154,7 +154,7 @@ def notes(
             example_meaning=example_meaning,
             requirements=requirements or {},
             cgpu_paragraph=_cgpu_paragraph(settings),
-            plugin_at_install=not helm and settings.device_plugin.image.repository == AT_INSTALL,
+            plugin_at_install=not helm and settings.plugin_at_install,
             need=settings.ack_plugin_need,
             plugin_lookup=profiles.ACK_PLUGIN_LOOKUP,
             release=settings.release_name,

@@ -44,7 +44,7 @@ class Rendered:
     def install_values(self) -> list[str]:
         """Values the install must set: the chart refuses to install without them (the device plugin's image, left
         to the install with 128MiB units or compute allocation on ACK)."""
-        if self.settings.device_plugin.image.repository != AT_INSTALL:
+        if not self.settings.plugin_at_install:
             return []
         return ["devicePlugin.image.repository", "devicePlugin.image.tag"]
 
@@ -95,7 +95,7 @@ def render(
             f"a version ({versions.SUPPORTED} or v1.X.Y) for manifests with scheduler "
             f"mode {model.scheduler.mode}; only a chart can adapt at install time",
         )
-    if format == "manifests" and model.device_plugin.image.repository == AT_INSTALL:
+    if format == "manifests" and model.plugin_at_install:
         raise InputError(
             "devicePlugin.image.repository",
             AT_INSTALL,

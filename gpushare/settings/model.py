@@ -295,6 +295,11 @@ class InstallerSettings(_Model):
         return profiles.served_scheduler(self.scheduler.mode, self.scheduler.name)
 
     @property
+    def plugin_at_install(self) -> bool:
+        """The device plugin's image is left to the install (`AT_INSTALL`): a chart asks for it, manifests cannot."""
+        return self.device_plugin.image.repository == AT_INSTALL
+
+    @property
     def ack_plugin_features(self) -> list[str]:
         """What of these settings only ACK's own device plugin serves (`ack_plugin_features`)."""
         return ack_plugin_features(self.profile, self.gpu_memory_unit, self.compute_allocation)
