@@ -71,8 +71,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "rules": Command(
         "gpushare.policy.command",
-        "list every rule: ID, severity, summary, source",
-        "List every rule: ID, severity, summary, source.",
+        "list the rules: ID, severity, summary, source, fix",
+        "List every rule (or the IDs named): ID, severity, target, summary and source, then how to fix a finding "
+        "and why the rule holds.",
     ),
 }
 

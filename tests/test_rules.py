@@ -64,6 +64,7 @@ ACK_PLUGIN = {"image": {"repository": "registry.example.com/acs/ack-gpushare-dev
 MEM_DEV_4 = {"name": "ALIYUN_COM_GPU_MEM_DEV", "value": "4"}
 OPEN_SOURCE = {**SETTINGS, "profile": "open-source"}
 SMALL_UNIT = {**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": ACK_PLUGIN}
+OPEN_SOURCE_MIB = {**OPEN_SOURCE, "gpuMemoryUnit": "MiB"}
 COMPUTE = {**SETTINGS, "isolation": ["core_mem"], "computeAllocation": True, "region": "cn-beijing"}
 CRONJOB = {
     "apiVersion": "batch/v1",
@@ -116,6 +117,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
         ],
         {},
     ),
+    "GS123": ([OPEN_SOURCE_MIB], {}),
     "GS120": ([{**SETTINGS, "isolation": ["cgpu"], "scheduler": {"mode": "secondary"}}], {}),
     "GS115": (
         [{**SETTINGS, "profile": "open-source", "kubernetesVersion": "1.22", "scheduler": {"configApi": "policy"}}],
@@ -167,6 +169,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GN309": ([SMALL_UNIT, node(mode="core_mem", core=200)], {}),
     "GN310": ([OPEN_SOURCE, node(mode=None, containerRuntimeVersion="containerd://1.7")], {}),
     "GN311": ([node(mode="cgpu", containerRuntimeVersion="containerd://1.6.20")], {}),
+    "GN312": ([OPEN_SOURCE_MIB, node(mode=None, gpus=8, per_gpu=12196)], {}),
     "GC401": ([], {"driver_version": "latest"}),
     "GC402": ([COMPUTE], {"chart_version": "1.1.9"}),
     "GC403": ([COMPUTE], {"kube_version": "1.24.6", "scheduler_version": "1.24.3-ack-1.9"}),
@@ -533,7 +536,34 @@ def test_rules_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert {"GS116", "GS117", "GW210", "GW211", "GW212", "GW213", "GC406", "GC409"} <= explained
     assert all("P4, P100, T4, V100 and A10" in r["explanation"] for r in listed if r["id"] in explained)
     _, text, _ = run(capsys, "rules")
-    assert "       hurting its neighbours; memory from cudaMallocManaged (UVM) is not isolated" in text
+    assert "       why: Memory isolation makes a container that allocates beyond its share fail" in text
+
+
+def test_rules_shows_the_ids_asked_for_with_their_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpushare rules GS119` answers with that rule's fix and reasons; an unknown ID is a usage error."""
+    code, text, _ = run(capsys, "rules", "gs119", "GN312")
+    lines = text.splitlines()
+    assert code == 0 and lines[0].startswith("GS119  error") and lines[1].startswith("       fix: Leave devicePlugin")
+    assert [line[:5] for line in lines if not line.startswith(" ")] == ["GS119", "GN312"]
+    assert "why: In MiB units" in text and "aliyun.com/gpu-mem unhealthy" in " ".join(text.split())
+    code, out, _ = run(capsys, "rules", "GN312", "-o", "json")
+    assert code == 0 and [r["id"] for r in json.loads(out)["rules"]] == ["GN312"]
+    code, out, err = run(capsys, "rules", "GS999")
+    assert code == 2 and out == "" and "'GS999'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_mib_units_warn_where_the_device_list_outgrows_kubelets_bound() -> None:
+    """GN312 on nodes whose MiB list is over kubelet's gRPC bound (8 x 12,196 MiB, as reported upstream; 1 x 81,920)
+    and not on those under it (4 x 16,384) nor in GiB units; GS123 says the limits where the unit is chosen."""
+    over = [node(mode=None, gpus=8, per_gpu=12196), node(mode=None, gpus=1, per_gpu=81920)]
+    for big in over:
+        assert "GN312" in fired([OPEN_SOURCE_MIB, big], {})
+        assert "GN312" not in fired([OPEN_SOURCE, {**big, "status": {"capacity": {"aliyun.com/gpu-mem": 8}}}], {})
+    assert "GN312" not in fired([OPEN_SOURCE_MIB, node(mode=None, gpus=4, per_gpu=16384)], {})
+    (finding,) = [f for f in validate([OPEN_SOURCE_MIB, over[0]], ClusterFacts()).findings if f.rule.id == "GN312"]
+    assert "5,862,768 bytes" in finding.message and "at most 8,756 MiB per GPU over 8 GPU(s)" in finding.message
+    (warning,) = [f for f in validate([OPEN_SOURCE_MIB], ClusterFacts()).findings if f.rule.id == "GS123"]
+    assert "1 x 68,941, 2 x 34,561, 4 x 17,371 or 8 x 8,756 MiB" in warning.message
 
 
 def test_findings_point_at_the_object_inside_a_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -138,6 +138,8 @@ class Tool:
 
 HELM = Tool("helm", "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm")
 ETCD = Tool("etcd", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3")
+#: kubelet's own device-plugin client reading a device list from kubelet's own stub plugin (tests/e2e/tools/devicelist)
+DEVICELIST = Tool("devicelist", "k8s.io/kubernetes", ".")
 
 
 def kubernetes_patches() -> dict[int, int]:
@@ -192,7 +194,7 @@ def control_plane_tools(minor: int) -> dict[str, Tool]:
     }
 
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (HELM, ETCD)}
+TOOLS: dict[str, Tool] = {t.name: t for t in (HELM, ETCD, DEVICELIST)}
 
 _STAGING = re.compile(r"^\s*(?:replace\s+)?(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/k8s\.io/[\w.-]+\s*$", re.M)
 _TOOLS_GO = """//go:build tools
@@ -364,7 +366,7 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] != "build":
         print("usage: python tests/toolchain.py build [NAME...] | minors | pin-kubernetes vX.Y.Z...", file=sys.stderr)
         return 2
-    # default: helm, etcd and the control plane of every selected end-to-end minor
+    # default: helm, etcd, devicelist and the control plane of every selected end-to-end minor
     names = argv[1:] or [*TOOLS, *(f"1.{m}" for m in selected_minors())]
     minors = sorted(kubernetes_patches())
     for name in names:

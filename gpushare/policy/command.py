@@ -39,6 +39,7 @@ FACT_FLAGS: dict[str, str] = {
 
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     if command == "rules":
+        p.add_argument("ids", nargs="*", metavar="ID", help="rules to show (default: every rule), e.g. GS119")
         p.add_argument("-o", "--output", choices=("text", "json"), default="text")
         return
     if command == "preflight":
@@ -58,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     if args.command == "rules":
-        return _rules(args.output)
+        return _rules(args.output, args.ids)
     facts = {flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag in FACT_FLAGS}
     if args.command == "preflight":  # pydantic's settings models load for preflight, not for validating pods
         from gpushare.policy.preflight import preflight, read_facts
@@ -83,17 +84,28 @@ def main(args: argparse.Namespace) -> int:
     return int(report.exit_code(args.strict))
 
 
-def _rules(output: str) -> int:
+#: `rules` text: a rule's fix and reasons hang under its ID line.
+_HANGING = textwrap.TextWrapper(110, initial_indent=" " * 7, subsequent_indent=" " * 12, break_on_hyphens=False)
+
+
+def _rules(output: str, ids: list[str]) -> int:
+    known = {r.id: r for r in RULES}
+    wanted_ids = [i.upper() for i in ids]
+    for rule_id in wanted_ids:
+        if rule_id not in known:
+            raise InputError("ID", rule_id, f"a rule ID from `gpushare rules`, e.g. {RULES[0].id}")
+    chosen = [known[i] for i in dict.fromkeys(wanted_ids)] or list(RULES)
     if output == "json":
         doc: dict[str, Any] = {
             "apiVersion": kinds.API_VERSION,
             "kind": kinds.RULE_LIST,
-            "rules": [reporting.rule_dict(r) for r in RULES],
+            "rules": [reporting.rule_dict(r) for r in chosen],
         }
         print(json.dumps(doc, indent=2))
         return 0
-    for rule in RULES:
+    for rule in chosen:
         print(f"{rule.id}  {rule.severity:<7}  {rule.target:<8}  {rule.summary}  [{rule.source}]")
-        if rule.explanation:
-            print(textwrap.fill(rule.explanation, 110, initial_indent=" " * 7, subsequent_indent=" " * 7))
+        for label, text in (("fix", rule.remediation), ("why", rule.explanation)):
+            if text:
+                print(_HANGING.fill(f"{label}: {text}"))
     return 0

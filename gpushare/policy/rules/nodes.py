@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gpushare.domain import cgpu, labels, profiles, runtimes, sources
+from gpushare.domain import cgpu, labels, listandwatch, profiles, runtimes, sources
 from gpushare.domain.versionstr import at_least
 from gpushare.kube import nodes
 from gpushare.kube.nodes import NodeInfo
@@ -108,6 +108,19 @@ def _default_runtime(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
             runtime or "(not reported)",
             runtimes.default_runtime_setup(runtime),
         )
+
+
+def _mib_list(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
+    if ctx.memory_unit == profiles.UNIT_MIB and n.gpu_count and _open_source_node(n, ctx):
+        size = listandwatch.reply_bytes(n.gpu_count, n.per_gpu)
+        if size > listandwatch.KUBELET_RECEIVE_BOUND:
+            yield (
+                f"status.capacity.{labels.GPU_MEM}",
+                n.gpu_mem,
+                f"at most {listandwatch.largest_per_gpu(n.gpu_count):,} MiB per GPU over {n.gpu_count} GPU(s) in "
+                f"MiB units (its list of {n.gpu_mem:,} devices is {size:,} bytes, over kubelet's "
+                f"{listandwatch.KUBELET_RECEIVE_BOUND:,}: the node would report 0)",
+            )
 
 
 #: One fact, two rules, one per target: GN309 looks at each Node labelled core_mem, GS118 at the settings'
@@ -221,5 +234,15 @@ RULES: tuple[Rule, ...] = (
         "Configure it as the finding says on every GPU node: pods asking for aliyun.com/gpu-mem see no GPU without it.",
         sources.section(sources.SELF_MANAGED_GUIDE, "Step 1: Configure the Docker runtime"),
         _default_runtime,
+    ),
+    Rule(
+        "GN312",
+        "warning",
+        "node",
+        "MiB units: the node's device list outgrows kubelet's gRPC bound, so it reports aliyun.com/gpu-mem 0",
+        f"Serve the node in {profiles.UNIT_GIB} units (the unit is the whole install's: GS123).",
+        sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/nvidia.go (one device per MiB of each GPU)"),
+        _mib_list,
+        explanation=listandwatch.EXPLANATION,
     ),
 )

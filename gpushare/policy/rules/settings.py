@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from gpushare.domain import cgpu, labels, profiles, sources, versions
+from gpushare.domain import cgpu, labels, listandwatch, profiles, sources, versions
 from gpushare.errors import InputError
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
 
 if TYPE_CHECKING:  # the settings model is loaded with the settings these rules read (not to validate pods)
     from gpushare.settings.model import InstallerSettings
+
+
+#: What fits under kubelet's bound on the device list in MiB units, said by GS123 and GN312.
+MIB_LIST_LIMITS = listandwatch.examples()
 
 
 def _unit(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
@@ -191,6 +195,17 @@ def _small_unit_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offe
             f"ACK's own device plugin image for {profiles.UNIT_128MIB} units (--device-plugin-image-repository, or "
             f"unset for the chart to ask at install; the open-source plugin knows {profiles.UNIT_GIB} and "
             f"{profiles.UNIT_MIB} only and would report {profiles.UNIT_GIB})",
+        )
+
+
+def _mib_list(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    if s.gpu_memory_unit == profiles.UNIT_MIB:
+        yield (
+            "gpuMemoryUnit",
+            s.gpu_memory_unit,
+            f"{profiles.UNIT_GIB} units where a node has more GPU memory than {MIB_LIST_LIMITS} MiB (GPUs x "
+            "MiB each): the device plugin lists one device per MiB and kubelet refuses a list over "
+            f"{listandwatch.KUBELET_RECEIVE_BOUND:,} bytes, leaving aliyun.com/gpu-mem at 0",
         )
 
 
@@ -438,5 +453,16 @@ RULES: tuple[Rule, ...] = (
         f"{profiles.ACK_PLUGIN_LOOKUP} shows it), or set it to that image.",
         sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/const.go (registers gpu-mem and gpu-count only)"),
         _compute_plugin,
+    ),
+    Rule(
+        "GS123",
+        "warning",
+        "settings",
+        "MiB units: a node's device list must fit kubelet's gRPC bound",
+        f"Use {profiles.UNIT_GIB} units where a node has more GPU memory than the finding lists (validate names such "
+        "nodes: GN312).",
+        sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/nvidia.go (one device per MiB of each GPU)"),
+        _mib_list,
+        explanation=listandwatch.EXPLANATION,
     ),
 )
