@@ -599,3 +599,33 @@ def test_workload_apis_by_minor(api_version: str, kube_version: str | None, fire
 def test_undocumented_ack_scheduler_minimum_is_said(kube_version: str | None, fires: bool) -> None:
     flags = {"kube_version": kube_version} if kube_version else {}
     assert ("GC414" in fired([COMPUTE], flags)) is fires
+
+
+def test_a_controllers_findings_name_the_field_in_its_template() -> None:
+    """A Deployment's pod fields are under spec.template (a CronJob's under spec.jobTemplate.spec.template), as
+    the user finds them in the file; the controller's own fields (spec.replicas) stay as written."""
+    template = pod({"aliyun.com/gpu-mem": "1.5"}, schedulerName="mine", nodeSelector={"ack.node.gpu.schedule": "x"})
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {"replicas": "two", "selector": {}, "template": {"metadata": {}, "spec": template["spec"]}},
+    }
+    fields = {f.field for f in validate([deployment], ClusterFacts(scheduler_name="default-scheduler")).findings}
+    assert fields == {
+        "spec.replicas",
+        "spec.template.spec.containers[c].resources.limits.aliyun.com/gpu-mem",
+        "spec.template.spec.nodeSelector.ack.node.gpu.schedule",
+    }
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = 2
+    job = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "j"}}
+    job["spec"] = {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": deployment["spec"]["template"]}}}
+    located = {f.field for f in validate([deployment, job], ClusterFacts(scheduler_name="default-scheduler")).findings}
+    assert {"spec.template.spec.schedulerName", "spec.jobTemplate.spec.template.spec.schedulerName"} <= located
+    assert "spec.schedulerName" not in located
+    (bare,) = [
+        f
+        for f in validate([pod(schedulerName="mine")], ClusterFacts(scheduler_name="s")).findings
+        if f.rule.id == "GW214"
+    ]
+    assert bare.field == "spec.schedulerName"

@@ -31,6 +31,13 @@ GPU_COUNT = "GW204"
 MULTI_WITH_CORE = "GW205"
 NO_DEVICE = "GW217"
 
+#: Fields of a controller's own, not of its pod template: a finding on them names them as they are.
+CONTROLLER_FIELDS = ("apiVersion", "kind", "metadata.name", "metadata.namespace", "spec.replicas", "spec.parallelism")
+#: Where each controller keeps its pod template.
+TEMPLATES = {"CronJob": "spec.jobTemplate.spec.template."} | {
+    kind: "spec.template." for kind in CONTROLLERS if kind != "CronJob"
+}
+
 CORE_FIELD = f"resources.limits.{labels.GPU_CORE}"
 MEM_FIELD = f"resources.limits.{labels.GPU_MEM}"
 
@@ -90,6 +97,17 @@ class Workload:
         """GPUs the pod spans (ACK multi-GPU label); 1 when the label is absent or unusable."""
         raw = self.gpu_count_label
         return int(str(raw)) if raw is not None and re.fullmatch(r"[1-9][0-9]*", str(raw)) else 1
+
+    def located(self, field: str) -> str:
+        """The path of a pod field in the object as written, for findings a user looks up in the file: a
+        controller's pod sits under its template (`spec.template.spec.schedulerName` in a Deployment). Totals over
+        the containers (`resources.limits.*`) and the controller's own fields stay as they are."""
+        template = TEMPLATES.get(self.kind)
+        if template is None or field in CONTROLLER_FIELDS or field.startswith("resources."):
+            return field
+        if field.startswith(("containers[", "initContainers[")):
+            return f"{template}spec.{field}"
+        return template + field
 
     def problems_of(self, rule: str) -> Iterator[tuple[str, Any, str]]:
         return (p.offence for p in self.problems if p.rule == rule)

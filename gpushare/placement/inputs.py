@@ -39,10 +39,11 @@ def invalid_reason(view: Workload, plugins: Profile) -> str | None:
     """The first problem the profile refuses, in the words and with the rule ID `gpushare validate` uses."""
     for problem in view.problems:
         if problem.rule in plugins.refuses:
+            message = replace(problem, field=view.located(problem.field)).message
             if problem.rule == workloads.NO_DEVICE:  # what the pod then shows, in the modelled minor's words
                 condition = plugins.scheduler.extender_bind_failure("<the extender's urlPrefix>")
-                return f'{problem.message}; kube-scheduler retries it, its condition reads "{condition}"'
-            return problem.message
+                return f'{message}; kube-scheduler retries it, its condition reads "{condition}"'
+            return message
     return None
 
 

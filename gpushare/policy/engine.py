@@ -83,6 +83,8 @@ class Subject:
     name: str
     source: Source | None
     obj: Any
+    #: The path of a finding's field in the object as written (a controller's pod fields sit under its template).
+    located: Callable[[str], str] = str
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,12 @@ class Finding:
 def evaluate_one(
     target: Any, facts: ClusterFacts, rules: Iterable[Rule], subject: Subject | None = None
 ) -> list[Finding]:
-    name, source = (subject.name, subject.source) if subject else ("", None)
-    return [Finding(rule, *offence, name, source) for rule in rules for offence in rule.check(target, facts)]
+    name, source, located = (subject.name, subject.source, subject.located) if subject else ("", None, str)
+    return [
+        Finding(rule, located(field), value, allowed, name, source)
+        for rule in rules
+        for field, value, allowed in rule.check(target, facts)
+    ]
 
 
 def evaluate(

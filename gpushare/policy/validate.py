@@ -88,7 +88,7 @@ def subjects_of(sources: Iterable[Source]) -> tuple[list[Subject], list[Finding]
             continue
         pod = read_workload(src)
         if pod is not None:
-            subjects.append(Subject("workload", f"{pod.kind}/{pod.namespace}/{pod.name}", src, pod))
+            subjects.append(Subject("workload", f"{pod.kind}/{pod.namespace}/{pod.name}", src, pod, pod.located))
             continue
         node = read_node(src)
         if node is not None:
