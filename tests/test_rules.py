@@ -187,6 +187,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GW215": ([{**CRONJOB, "apiVersion": "batch/v1beta1"}], {"kube_version": "1.28"}),
     "GW216": ([pod(), pod()], {}),
     "GW217": ([pod({"aliyun.com/gpu-mem": 0})], {}),
+    "GW218": ([pod({"aliyun.com/gpu-mem": "4Gi"})], {}),
 }
 
 
@@ -629,3 +630,18 @@ def test_a_controllers_findings_name_the_field_in_its_template() -> None:
         if f.rule.id == "GW214"
     ]
     assert bare.field == "spec.schedulerName"
+
+
+def test_gpu_memory_written_in_bytes_is_said_to_count_units(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`aliyun.com/gpu-mem: 4Gi` is a valid pod asking 4,294,967,296 units: validate warns on the container's field
+    and place says it beside the pod left pending; plain numbers (4, "4", 4.0) say nothing."""
+    (finding,) = [f for f in validate([pod({"aliyun.com/gpu-mem": "4Gi"})], ClusterFacts()).findings]
+    assert finding.rule.id == "GW218" and finding.field == "containers[c].resources.limits.aliyun.com/gpu-mem"
+    assert "'4Gi' is 4,294,967,296 units" in finding.message
+    for plain in (4, "4", "4.0"):
+        assert "GW218" not in fired([pod({"aliyun.com/gpu-mem": plain})], {})
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(pod({"aliyun.com/gpu-mem": "4Gi"})))
+    (tmp_path / "n.yaml").write_text(yaml.safe_dump(node()))
+    code, out, err = run(capsys, "place", str(tmp_path / "p.yaml"), "--nodes", str(tmp_path / "n.yaml"))
+    assert code == 0 and "pending 1" in out
+    assert "1 workload writes aliyun.com/gpu-mem with a byte suffix, as '4Gi'" in out + err and "[GW218]" in out + err

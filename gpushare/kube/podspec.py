@@ -19,6 +19,7 @@ Fields the API server drops while their feature is off are read only from the mi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -258,6 +259,9 @@ class Requests:
     images: list[str] = field(default_factory=list)  # spec.containers[*].image, in order
     init_images: list[str] = field(default_factory=list)  # spec.initContainers[*].image, in order
     env: list[tuple[str, str, Any]] = field(default_factory=list)  # (container, name, value)
+    #: (field, value as written, amount) of each GPU memory quantity written with a suffix or an exponent (`4Gi`): valid
+    #: to the API server, but it counts units, not bytes.
+    suffixed: list[tuple[str, Any, int]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
     def as_scheduled(self, sidecars: bool) -> tuple[dict[str, int], int, int]:
@@ -284,6 +288,10 @@ def normalized_image(name: str) -> str:
 def _resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     res = mapping(container.get("resources"))
     return mapping(res.get("requests")), mapping(res.get("limits"))
+
+
+#: A quantity written as a plain number (no suffix, no exponent).
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]*)?")
 
 
 def _quantity(resource: str) -> Any:
@@ -332,6 +340,8 @@ def read(spec: dict[str, Any]) -> Requests:
                         )
                     )
                     continue
+                if resource == labels.GPU_MEM and not _PLAIN_NUMBER.fullmatch(str(value).strip()):
+                    found.suffixed.append((f"{kind}[{cname}].resources.{where}.{resource}", value, amount))
                 if "/" in str(resource) and resource in requests and resource not in limits:
                     found.problems.append(
                         Problem(

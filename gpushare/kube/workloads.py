@@ -30,6 +30,7 @@ CORE_NEEDS_MEM = "GW203"
 GPU_COUNT = "GW204"
 MULTI_WITH_CORE = "GW205"
 NO_DEVICE = "GW217"
+SUFFIXED = "GW218"
 
 #: Fields of a controller's own, not of its pod template: a finding on them names them as they are.
 CONTROLLER_FIELDS = ("apiVersion", "kind", "metadata.name", "metadata.namespace", "spec.replicas", "spec.parallelism")
@@ -127,6 +128,9 @@ def _check_gpu_request(view: Workload) -> None:
                 "device for 0 and fails on every retry, so the pod never runs",
             )
         )
+    for field_name, value, amount in view.pod.suffixed:
+        allowed = f"a plain number: it counts units of GPU memory, not bytes ({value!r} is {amount:,} units)"
+        view.problems.append(Problem(SUFFIXED, field_name, value, allowed))
     # each container's share is a multiple of 5 from 5 to 100 (seed 002: the product checks every container, so
     # 3% + 2% is refused though the pod's 5% would pass), and one GPU holds at most 100% in all
     steps = [(c, n) for c, n in view.pod.core_by_container if n % 5 or not 5 <= n <= 100]

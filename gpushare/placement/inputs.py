@@ -14,12 +14,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from gpushare.domain import labels, profiles
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import Placement
 from gpushare.domain.profiles import MIB_PER_UNIT
-from gpushare.errors import InputError
+from gpushare.errors import InputError, counted
 from gpushare.kube import podspec, workloads
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
@@ -282,6 +283,7 @@ def build(
         if view is not None and mapping(src.obj.get("status")).get("phase") not in ("Succeeded", "Failed"):
             existing.append(to_pod(view, plugins, ratio, namespaces=namespaces, classes=classes))
     unknown: Counter[str] = Counter()
+    suffixed: list[tuple[str, Any, int]] = []  # the first of each workload
     new: list[Pod] = []
     ignored = 0
     for template, src in enumerate(_taken(workload_docs, consume), start=1):
@@ -299,11 +301,19 @@ def build(
         if note:
             unknown[note] += 1
         new.extend(_pods(view, nodes, plugins, ratio, owners, namespaces, template, classes))
+        suffixed += view.pod.suffixed[:1]
     notes = [
         f"{note} (named by {count} workloads): their pods are taken to have priority 0; give the PriorityClass "
         "(--existing) for the scheduling order and preemption to be modelled"
         for note, count in sorted(unknown.items())
     ]
+    if suffixed:
+        _, value, amount = suffixed[0]
+        writes = "writes" if len(suffixed) == 1 else "write"
+        notes.append(
+            f"{counted(len(suffixed), 'workload')} {writes} {labels.GPU_MEM} with a byte suffix, as {value!r}: the "
+            f"value counts units, not bytes ({value!r} asks {amount:,} units) [{workloads.SUFFIXED}]"
+        )
     return Inventory(nodes, existing, new, ignored, quotas, budgets, notes)
 
 

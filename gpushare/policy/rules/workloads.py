@@ -237,6 +237,17 @@ RULES: tuple[Rule, ...] = (
         "is not public; `place --semantics upstream` reports such a pod as invalid.",
     ),
     Rule(
+        workloads.SUFFIXED,
+        "warning",
+        "workload",
+        "aliyun.com/gpu-mem counts units: written without a byte suffix",
+        "Write the number of units: `aliyun.com/gpu-mem: 4` asks 4 units (4 GiB in 1GiB units, 512 MiB in 128MiB).",
+        sources.section(sources.ACK_OVERVIEW, "aliyun.com/gpu-mem counts GPU memory in units"),
+        _found_on_reading(workloads.SUFFIXED),
+        explanation="The API server takes `4Gi` for an extended resource (it is a whole number: 4,294,967,296), so "
+        "the pod is valid and asks for billions of units; it stays pending with Insufficient aliyun.com/gpu-mem.",
+    ),
+    Rule(
         "GW206",
         "error",
         "workload",
