@@ -33,8 +33,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from gpushare.domain.kubescheduler import scoring_profile
 from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.kube.documents import Source
 from gpushare.placement import engine_build
 from gpushare.placement.inputs import build

@@ -38,8 +38,17 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'gpushare' has no attribute {name!r}")
     value = getattr(import_module(module), name)
+    if isinstance(value, type):  # a class mypyc compiled: its docstring and signature back from the source
+        from gpushare import helptext
+
+        helptext.restore(value)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public names too, though they load on first use: what `dir(gpushare)` and completion offer."""
+    return sorted({*globals(), *_PUBLIC})
 
 
 __all__ = [

@@ -178,3 +178,19 @@ def test_the_installed_rules_find_what_the_source_finds() -> None:
     assert installed["findings"] == source["findings"]
     fired = {finding[0] for found in source["findings"].values() for finding in found}
     assert fired == {r.id for r in RULES} - {"GC411"}  # GC411 needs a live cluster's readings, not a flag
+
+
+def test_the_public_api_keeps_its_help_when_compiled() -> None:
+    """help() on the public API shows the source's docstrings and signatures, compiled or not (mypyc drops a
+    class's docstring and shows `type = None` for its fields; gpushare.helptext gives them back)."""
+    import inspect
+
+    import gpushare.placement as placement
+
+    public = [getattr(gpushare, n) for n in gpushare.__all__ if n != "__version__"]
+    public += [getattr(placement, n) for n in placement.__all__]
+    for obj in public:
+        assert (obj.__doc__ or "").strip(), f"{obj!r} has no docstring"
+        if not (isinstance(obj, type) and issubclass(obj, Exception)):  # their signature is Exception's
+            assert "type = None" not in str(inspect.signature(obj)), f"{obj!r}: {inspect.signature(obj)}"
+    assert "kube_version: 'str | None' = None" in str(inspect.signature(gpushare.ClusterFacts))

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from gpushare.domain import kubescheduler as ks
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.domain.versions import MINORS, served_apis
+from gpushare.errors import InputError
 
 GO_PROGRAM = """package main
 
@@ -70,18 +72,18 @@ def test_go_round_is_half_away_from_zero_even_near_one_half() -> None:
 @pytest.mark.parametrize("minor", MINORS)
 def test_every_served_api_has_a_profile(minor: int) -> None:
     for api in served_apis(minor):
-        profile = ks.scoring_profile(minor, api)
+        profile = scoring_profile(minor, api)
         assert profile.weights and all(weight > 0 for _, weight in profile.weights)
-    assert ks.scoring_profile(minor).api == served_apis(minor)[-1]
+    assert scoring_profile(minor).api == served_apis(minor)[-1]
 
 
 def test_weights_follow_the_api_not_the_minor() -> None:
     # 1.24 serves v1beta2 (the old weights) and v1beta3 (taints x3, affinity x2)
-    old, new = ks.scoring_profile(24, "v1beta2"), ks.scoring_profile(24, "v1beta3")
+    old, new = scoring_profile(24, "v1beta2"), scoring_profile(24, "v1beta3")
     assert old.weight(ks.TAINT_TOLERATION) == 1 and new.weight(ks.TAINT_TOLERATION) == 3
     assert old.weight(ks.INTER_POD_AFFINITY) == 1 and new.weight(ks.INTER_POD_AFFINITY) == 2
-    assert ks.scoring_profile(22, "v1beta1").weight(ks.PREFER_AVOID_PODS) == 10000
-    assert ks.scoring_profile(22, "v1beta2").weight(ks.PREFER_AVOID_PODS) == 0
+    assert scoring_profile(22, "v1beta1").weight(ks.PREFER_AVOID_PODS) == 10000
+    assert scoring_profile(22, "v1beta2").weight(ks.PREFER_AVOID_PODS) == 0
 
 
 def test_a_policy_scores_by_its_priorities_as_kube_scheduler_maps_them() -> None:
@@ -92,10 +94,10 @@ def test_a_policy_scores_by_its_priorities_as_kube_scheduler_maps_them() -> None
     weights = dict(ks.policy_weights([("SelectorSpreadPriority", 7), ("EvenPodsSpreadPriority", 2)]))
     assert weights == {ks.POD_TOPOLOGY_SPREAD: 2}
     # the Policy gpushare renders for 1.22 names no LeastRequestedPriority: no LeastAllocated score there
-    profile = ks.scoring_profile(22, "policy")
+    profile = scoring_profile(22, "policy")
     assert profile.weight(ks.LEAST_ALLOCATED) == 0 and profile.weight(ks.BALANCED_ALLOCATION) == 1
     # 1.20's Policy names none: the legacy defaults, with LeastAllocated and NodePreferAvoidPods
-    assert ks.scoring_profile(20, "policy").weight(ks.LEAST_ALLOCATED) == 1
+    assert scoring_profile(20, "policy").weight(ks.LEAST_ALLOCATED) == 1
 
 
 @pytest.mark.parametrize(
@@ -109,7 +111,7 @@ def test_feasible_nodes_searched(nodes: int, searched: int) -> None:
 
 
 def test_an_unserved_api_is_refused() -> None:
-    with pytest.raises(ValueError, match="does not serve"):
-        ks.scoring_profile(28, "v1beta2")
-    with pytest.raises(ValueError, match="is not one of"):
-        ks.scoring_profile(19)
+    with pytest.raises(InputError, match=r"kube-scheduler 1\.28 serves: v1beta3, v1"):
+        scoring_profile(28, "v1beta2")
+    with pytest.raises(InputError, match=r"expected one of 1\.20-"):
+        scoring_profile(19)

@@ -220,7 +220,7 @@ def test_a_sidecar_adds_to_the_containers_and_to_later_init_containers_from_1_29
     """PodRequests with SidecarContainers (1.29 on): a sidecar (init container with restartPolicy Always) runs beside
     the containers, so cpu 1 + sidecar 2 = 3 after start and sidecar 2 + the next init container 2 = 4 while it runs:
     4 cpus. Before, every init container alone: max(1, 2, 2) = 2."""
-    from gpushare.domain.kubescheduler import scoring_profile
+    from gpushare.domain.scoringprofiles import scoring_profile
 
     asks = pod("p", [{"cpu": "1", "aliyun.com/gpu-mem": "1"}], init=[{"cpu": "2"}, {"cpu": "2"}])
     asks["spec"]["initContainers"][0]["restartPolicy"] = "Always"

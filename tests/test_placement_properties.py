@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from placement_strategies import alike_scenario, scenario
 
-from gpushare.domain.kubescheduler import scoring_profile
 from gpushare.domain.labels import SCHEDULE_LABEL
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.errors import InputError
 from gpushare.placement import PlacementResult, Semantics, place
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.domain.kubescheduler import scoring_profile
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.placement import Semantics, place
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gpushare.domain import kubescheduler as ks
-from gpushare.domain.kubescheduler import scoring_profile
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.kube.documents import Source
 from gpushare.placement import Semantics
 from gpushare.placement.inputs import build

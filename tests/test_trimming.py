@@ -12,7 +12,7 @@ from placement_strategies import scenario
 from test_placement_properties import snapshot
 from test_rules import CASES
 
-from gpushare.domain.kubescheduler import scoring_profile
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.errors import InputError
 from gpushare.kube.installed import UnitReading
 from gpushare.kube.shapes import trim

@@ -13,8 +13,6 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpushare.domain.versions import CONFIG_APIS, MINORS, POLICY, default_api, served_apis
-
 # Every plugin's name, kube-scheduler's (pkg/scheduler/framework/plugins/names) and gpushare's own: the weights
 # below, the profiles and each plugin's module take them from here.
 NODE_UNSCHEDULABLE = "NodeUnschedulable"
@@ -362,24 +360,6 @@ class ScoringProfile:
             if self.minor <= 20
             else ("node(s) didn't match Pod's node affinity/selector")
         )
-
-
-def scoring_profile(
-    minor: int, api: str | None = None, priorities: Iterable[tuple[str, int]] | None = None
-) -> ScoringProfile:
-    """The profile for a minor and API (default: the API the generator renders for that minor). A Policy file's
-    priorities may be given; otherwise those gpushare renders, or the legacy defaults when it renders none."""
-    if minor not in MINORS:
-        raise ValueError(f"Kubernetes 1.{minor} is not one of 1.{MINORS[0]}-1.{MINORS[-1]}")
-    chosen = api or default_api(minor)
-    if chosen not in CONFIG_APIS or chosen not in served_apis(minor):
-        raise ValueError(f"kube-scheduler 1.{minor} does not serve the {chosen} configuration API")
-    if chosen == POLICY:
-        named = priorities if priorities is not None else rendered_policy_priorities(minor)
-        weights = policy_weights(LEGACY_DEFAULT_PRIORITIES.items() if named is None else named)
-    else:
-        weights = DEFAULT_WEIGHTS[chosen]
-    return ScoringProfile(minor, chosen, weights)
 
 
 # --- Go's arithmetic, where Python's differs -----------------------------------------------------------------------

@@ -74,7 +74,9 @@ def configuration(ctx: ChartValues, api: str | None, control_plane: bool, minor:
     if api == POLICY:
         policy: dict[str, Any] = {"kind": "Policy", "apiVersion": "v1"}
         priorities = rendered_policy_priorities(minor) if minor is not None else None
-        if priorities is not None:  # the placement model scores nodes by the same list (kubescheduler.scoring_profile)
+        if (
+            priorities is not None
+        ):  # the placement model scores nodes by the same list (scoringprofiles.scoring_profile)
             policy["priorities"] = [{"name": name, "weight": weight} for name, weight in priorities]
         policy["extenders"] = [extender_stanza(ctx, api)]
         return policy

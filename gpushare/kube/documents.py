@@ -12,12 +12,12 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
+from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO, TypeAlias
 
 import yaml
 
@@ -144,6 +144,35 @@ class Source:
     @property
     def kind(self) -> str:
         return str(self.obj.get("kind") or "")
+
+
+#: What the library takes as Kubernetes objects: dicts, Sources, or one object or List alone.
+Objects: TypeAlias = Iterable[Mapping[str, Any] | Source] | Mapping[str, Any]
+
+
+def from_objects(objects: Objects, argument: str) -> list[Source]:
+    """Objects a library caller passes (`validate(objects)`, `place(nodes, pods)`) as Sources: dicts as
+    `yaml.safe_load` gives them, a `kubectl get -o yaml` List (expanded, alone or among others) or one object
+    alone, and Sources as they are. Anything else is refused naming the argument: iterating a mapping's keys or a
+    string's letters would otherwise pass for an empty fleet."""
+    if isinstance(objects, (Mapping, Source)):
+        objects = [objects]
+    elif isinstance(objects, (str, bytes)) or not isinstance(objects, Iterable):
+        raise InputError(argument, objects, "Kubernetes objects: dicts as yaml.safe_load gives them, or a List")
+    found: list[Source] = []
+    for i, obj in enumerate(objects):
+        if isinstance(obj, Source):
+            found.append(obj)
+            continue
+        if not isinstance(obj, Mapping):
+            raise InputError(f"{argument}[{i}]", obj, "a Kubernetes object (a dict as yaml.safe_load gives it)")
+        items = obj.get("items") if str(obj.get("kind", "")).endswith("List") else None
+        for j, item in enumerate(items if isinstance(items, list) else [obj]):
+            where = f"{argument}[{i}]" if items is None else f"{argument}[{i}].items[{j}]"
+            if not isinstance(item, Mapping):
+                raise InputError(where, item, "a Kubernetes object (a mapping)")
+            found.append(Source(dict(item), where))
+    return found
 
 
 def _items(node: yaml.Node, data: dict[str, Any]) -> list[tuple[Any, int]]:

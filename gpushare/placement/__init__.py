@@ -6,21 +6,29 @@ Kubernetes documents (`inputs`); `run` ties them together, `report` and `plot` p
 is `gpushare place` and `inspect`.
 """
 
+from gpushare import helptext
+from gpushare.domain.kubescheduler import ScoringProfile
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.placement import engine as _engine
 from gpushare.placement.model import Semantics
-from gpushare.placement.result import Assignment, Invalid, Pending, PlacementResult
+from gpushare.placement.result import Assignment, Invalid, NotServed, Pending, PlacementResult
 from gpushare.placement.run import place, place_files
+
+helptext.restore(Assignment, Invalid, NotServed, Pending, PlacementResult, ScoringProfile, Semantics)
 
 __all__ = [
     "Assignment",
     "Invalid",
+    "NotServed",
     "Pending",
     "PlacementResult",
+    "ScoringProfile",
     "Semantics",
     "compiled",
     "engine_build",
     "place",
     "place_files",
+    "scoring_profile",
 ]
 
 

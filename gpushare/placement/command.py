@@ -13,9 +13,10 @@ from typing import Any, TextIO
 
 from gpushare.arguments import scheduler_name
 from gpushare.domain import cgpu, profiles
-from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
+from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.profiles import MIB_PER_UNIT
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.domain.versions import CONFIG_APIS, MINORS, choose_api, default_api, parse_kube_version
 from gpushare.errors import InputError, counted
 from gpushare.kube.documents import Source, read_paths

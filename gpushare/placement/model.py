@@ -11,8 +11,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from gpushare.domain import cgpu, profiles
-from gpushare.domain.kubescheduler import ScoringProfile, scoring_profile
+from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import Placement
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.domain.versions import MINORS
 from gpushare.kube.podspec import HostPort, PodAffinity, Requirement, SpreadConstraint, Taint, Toleration
 

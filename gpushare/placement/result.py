@@ -22,6 +22,8 @@ class PodRef:
 
 @dataclass(frozen=True)
 class Assignment(PodRef):
+    """A pod bound to a node, with the GPUs the extender's bind chose: what the pod's annotations would hold."""
+
     node: str
     gpus: tuple[tuple[int, int], ...]  # (GPU index, memory units) for each GPU the pod got
     core: int = 0
@@ -31,6 +33,8 @@ class Assignment(PodRef):
 
 @dataclass(frozen=True)
 class Pending(PodRef):
+    """A pod no node took, with kube-scheduler's reasons counted per node as its PodScheduled condition says."""
+
     nodes: int  # nodes considered
     reasons: tuple[tuple[str, int], ...]  # (reason, number of nodes), sorted by reason
     per_gpu: int = 0  # memory units it asks on each GPU (what fragmentation is measured against)
@@ -89,12 +93,16 @@ class NotServed(PodRef):
 
 @dataclass(frozen=True)
 class Invalid(PodRef):
+    """A pod the API server or the extender would refuse as written: never placed, the reason names the field."""
+
     reason: str
     source: str = ""
 
 
 @dataclass
 class PlacementResult:
+    """One dry run's answers under one semantics, with the nodes' final state for reports and planners."""
+
     semantics: Semantics
     placements: list[Assignment] = field(default_factory=list)
     pending: list[Pending] = field(default_factory=list)

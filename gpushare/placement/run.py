@@ -12,7 +12,7 @@ from typing import Any, Literal
 from gpushare import collector
 from gpushare.domain import labels, profiles
 from gpushare.errors import InputError, listed
-from gpushare.kube.documents import Source, read_documents
+from gpushare.kube.documents import Objects, Source, from_objects, read_documents
 from gpushare.kube.nodes import NodeInfo
 from gpushare.placement import admission, reference
 from gpushare.placement import engine as fast_engine
@@ -163,33 +163,29 @@ def _deviceless(inventory: Inventory) -> list[str]:
     ]
 
 
-def _sources(objects: Iterable[Mapping[str, Any]], where: str) -> list[Source]:
-    result = []
-    for i, obj in enumerate(objects):
-        items = obj.get("items") if str(obj.get("kind", "")).endswith("List") else None
-        for item in items if isinstance(items, list) else [obj]:
-            result.append(Source(dict(item), f"{where}[{i}]"))
-    return result
-
-
 def place(
-    nodes: Iterable[Mapping[str, Any]],
-    pods: Iterable[Mapping[str, Any]],
+    nodes: Objects,
+    pods: Objects,
     *,
-    existing: Iterable[Mapping[str, Any]] = (),
+    existing: Objects = (),
     semantics: Semantics | None = None,
     engine: EngineName = "fast",
     node_order: Mapping[str, str] | None = None,
     input_unit: str | None = None,
     explain: bool = False,
 ) -> PlacementResult:
-    """Where would `pods` (Pods and controllers) land on `nodes`, given the `existing` bound pods?
+    """Where would `pods` (Pods and controllers) land on `nodes`, given the `existing` bound pods? Each takes
+    dicts as `yaml.safe_load` gives them, or a `kubectl get -o yaml` List.
 
     `explain` adds, for each pending pod, every node and why the pod does not fit it (costs a scan per
     pending pod, so it is off by default for fleet-scale runs)."""
     semantics = semantics or Semantics()
     inventory = build(
-        _sources(nodes, "nodes"), _sources(existing, "existing"), _sources(pods, "pods"), semantics, input_unit
+        from_objects(nodes, "nodes"),
+        from_objects(existing, "existing"),
+        from_objects(pods, "pods"),
+        semantics,
+        input_unit,
     )
     return run(inventory, semantics, engine, node_order, explain)
 

@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
             raise InputError("paths", ", ".join(args.paths), "files that hold Kubernetes objects (these hold none)")
         # the scheduler `place` serves by default, so both commands call the same GPU pods not served (GW214)
         facts["scheduler_name"] = facts["scheduler_name"] or DEFAULT_SERVED
-        report = validate(sources, ClusterFacts(**facts), wanted(args.quiet))
+        report = validate(sources, ClusterFacts(**facts, flags=True), wanted(args.quiet))
     if args.output == "json":
         print(jsontext.dumps(reporting.to_dict(report)))
     elif args.output == "sarif":

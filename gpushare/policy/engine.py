@@ -48,6 +48,15 @@ class ClusterFacts:
     nodes: Sequence[NodeInfo] = ()
     workloads: Sequence[Workload] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Findings on these facts name the command line's flags (`--kube-version`), as `validate` and `preflight` do;
+    #: otherwise this class's arguments (`kube_version`), as a library caller wrote them.
+    flags: bool = False
+
+    def spelled(self, fact: str) -> str:
+        """A fact's name as the caller gave it: the rules name facts by their flags."""
+        if self.flags or not fact.startswith("--"):
+            return fact
+        return fact[2:].replace("-", "_")
 
     @property
     def memory_unit(self) -> str | None:

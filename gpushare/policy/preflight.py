@@ -155,6 +155,7 @@ def preflight(
         scheduler_name=flags.get("scheduler_name") or (release.scheduler_name if release else None),
         cluster_created=facts.created,
         extra={"current_units": facts.units, "gpu_pods": facts.gpu_pod_keys},
+        flags=True,
     )
     sources = [Source(settings_doc, where)]
     sources += [Source(n, f"cluster:Node/{n['metadata']['name']}") for n in facts.nodes]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gpushare.domain import kinds
 from gpushare.domain.versions import parse_kube_version
 from gpushare.errors import InputError
-from gpushare.kube.documents import Source, read_paths
+from gpushare.kube.documents import Objects, Source, from_objects, read_paths
 from gpushare.kube.nodes import read_node
 from gpushare.kube.workloads import read_workload
 from gpushare.policy.engine import ClusterFacts, Finding, Subject, evaluate, evaluate_one
@@ -98,12 +98,11 @@ def subjects_of(sources: Iterable[Source]) -> tuple[list[Subject], list[Finding]
     return subjects, findings, ignored
 
 
-def validate(
-    objects: Iterable[dict[str, Any] | Source], context: ClusterFacts | None = None, show_progress: bool = False
-) -> Report:
-    """Run every rule on the objects (dicts as `yaml.safe_load` gives them, or Sources with file:line);
+def validate(objects: Objects, context: ClusterFacts | None = None, show_progress: bool = False) -> Report:
+    """Run every rule on the objects (dicts as `yaml.safe_load` gives them, a `kubectl get -o yaml` List, or
+    Sources with file:line);
     `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds."""
-    sources = [o if isinstance(o, Source) else Source(o, f"object[{i}]") for i, o in enumerate(objects)]
+    sources = from_objects(objects, "objects")
     subjects, findings, ignored = subjects_of(sources)
     ctx = context or ClusterFacts()
     settings = next((s.obj for s in subjects if s.target == "settings"), None)
@@ -127,7 +126,7 @@ def validate(
         nodes=[s.obj for s in subjects if s.target == "node"] or list(ctx.nodes),
         workloads=[s.obj for s in subjects if s.target == "workload"],
     )
-    subjects.append(Subject("cluster", "cluster", None, ctx))
+    subjects.append(Subject("cluster", "cluster", None, ctx, ctx.spelled))
     with progress(len(subjects), "objects", show_progress) as tick:
         findings += evaluate(subjects, ctx, RULES, tick)
     return Report(findings, len(sources), ignored)

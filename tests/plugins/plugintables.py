@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.domain.kubescheduler import scoring_profile
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.kube.documents import Source
 from gpushare.placement import Semantics, framework
 from gpushare.placement.framework import Plugin

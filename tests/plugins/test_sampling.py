@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from plugintables import node, pod
 
-from gpushare.domain.kubescheduler import num_feasible_nodes_to_find, scoring_profile
+from gpushare.domain.kubescheduler import num_feasible_nodes_to_find
+from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.kube.documents import Source
 from gpushare.placement import Semantics, place
 from gpushare.placement.inputs import build
