@@ -619,3 +619,20 @@ def test_a_bad_percentage_of_nodes_to_score_is_a_usage_error(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "--percentage-of-nodes-to-score" in err and "0 to 100" in err
+
+
+def test_compare_counts_the_pods_a_variant_does_not_serve(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Comparing semantics compares schedulers too: the pods one variant leaves to another scheduler are a column
+    of their own (with the JSON's notServed), not missing from every count."""
+    compared = ["place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"), "--compare"]
+    code, out, _ = run(capsys, *compared, "semantics=ack,upstream", "-o", "json")
+    by = {v["variant"]: v["summary"] for v in json.loads(out)["variants"]}
+    assert by["semantics=ack"]["notServed"] == 0 and by["semantics=upstream"]["notServed"] > 0
+    code, out, _ = run(capsys, *compared, "semantics=ack,upstream")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split()[:6] == ["VARIANT", "PLACED", "PENDING", "INVALID", "NOT", "SERVED"]
+    rows = {line.split()[0]: line.split() for line in lines[1:3]}
+    assert rows["semantics=upstream"][4] == str(by["semantics=upstream"]["notServed"])
+    assert rows["semantics=ack"][4] == "0"
+    code, out, _ = run(capsys, *compared, "placement=binpack,spread")
+    assert "NOT SERVED" not in out  # nothing left to another scheduler, no column

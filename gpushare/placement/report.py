@@ -282,12 +282,15 @@ def write_comparison(
         }
         out.write(jsontext.dumps(doc) + "\n")
         return
-    table = [["VARIANT", "PLACED", "PENDING", "INVALID", "GPUS TOUCHED", "FRAGMENTED"]]
-    for name, semantics, result in rows:
-        s = summary(result)
+    summaries = [(name, semantics, summary(result)) for name, semantics, result in rows]
+    # pods a variant leaves to another scheduler (a compared scheduler name) are a count of their own, shown when any
+    not_served = any(s["notServed"] for _, _, s in summaries)
+    table = [["VARIANT", "PLACED", "PENDING", "INVALID", *(["NOT SERVED"] * not_served), "GPUS TOUCHED", "FRAGMENTED"]]
+    for name, semantics, s in summaries:
         gpus = f"{s['gpusTouched']}/{s['gpus']}"
         fragmented = f"{s['fragmentation']} x {semantics.gpu_memory_unit}"
-        table.append([name, str(s["placed"]), str(s["pending"]), str(s["invalid"]), gpus, fragmented])
+        counts = [str(s[key]) for key in ("placed", "pending", "invalid", *(["notServed"] * not_served))]
+        table.append([name, *counts, gpus, fragmented])
     out.write("\n".join(_table(table)) + "\n")
     if note:
         out.write(f"\n{note}\n")
