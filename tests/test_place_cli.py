@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -636,3 +637,20 @@ def test_compare_counts_the_pods_a_variant_does_not_serve(fleet: Path, capsys: p
     assert rows["semantics=ack"][4] == "0"
     code, out, _ = run(capsys, *compared, "placement=binpack,spread")
     assert "NOT SERVED" not in out  # nothing left to another scheduler, no column
+
+
+def test_place_as_inspect_says_what_did_not_land(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`place -o inspect` draws where pods landed; pods left pending or to another scheduler are counted under it,
+    not dropped; `inspect` of running pods alone ends as kubectl's does."""
+    base = ["place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml")]
+    summary = json.loads(run(capsys, *base, "-o", "json")[1])["summary"]
+    assert summary["pending"] and summary["notServed"] == 0
+    code, out, _ = run(capsys, *base, "-o", "inspect")
+    assert (
+        code == 0
+        and out.splitlines()[-1] == f"Not placed: {summary['pending']} pending (-o table lists each with its reason)"
+    )
+    code, out, _ = run(capsys, *base, "--semantics", "upstream", "-o", "inspect")
+    assert re.search(r"^Not placed: .*\d+ not served", out, re.M)
+    code, out, _ = run(capsys, "inspect", "--nodes", str(fleet / "nodes.yaml"))
+    assert "Not placed" not in out

@@ -249,6 +249,13 @@ def inspect_text(result: PlacementResult) -> str:
     lines.append("Allocated/Total GPU Memory In Cluster:")
     percent = int(used * 100 / total) if total else 0
     lines.append(f"{used}/{total} ({percent}%)")
+    left = [
+        f"{len(pods)} {what}"
+        for pods, what in ((result.pending, "pending"), (result.invalid, "invalid"), (result.not_served, "not served"))
+        if pods
+    ]
+    if left:  # `place -o inspect` shows where pods landed; the pods that did not land are not silently dropped
+        lines.append(f"Not placed: {', '.join(left)} (-o table lists each with its reason)")
     return "\n".join(lines) + "\n"
 
 
