@@ -118,6 +118,8 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
         {},
     ),
     "GS123": ([OPEN_SOURCE_MIB], {}),
+    "GS124": ([{**SETTINGS, "region": "cn-hangzou"}], {}),
+    "GS125": ([{**SETTINGS, "region": "ap-southeast-4"}], {}),
     "GS120": ([{**SETTINGS, "isolation": ["cgpu"], "scheduler": {"mode": "secondary"}}], {}),
     "GS115": (
         [{**SETTINGS, "profile": "open-source", "kubernetesVersion": "1.22", "scheduler": {"configApi": "policy"}}],
@@ -645,3 +647,15 @@ def test_gpu_memory_written_in_bytes_is_said_to_count_units(tmp_path: Path, caps
     code, out, err = run(capsys, "place", str(tmp_path / "p.yaml"), "--nodes", str(tmp_path / "n.yaml"))
     assert code == 0 and "pending 1" in out
     assert "1 workload writes aliyun.com/gpu-mem with a byte suffix, as '4Gi'" in out + err and "[GW218]" in out + err
+
+
+def test_a_misspelt_region_is_refused_and_a_new_one_taken_with_a_warning() -> None:
+    """`cn-hangzou` would name registry-cn-hangzou.ack.aliyuncs.com, which does not exist: refused with the region
+    meant; a numbered sibling of a known region (a newer region) warns; every listed region passes."""
+    with pytest.raises(InputError, match=r"region: 'cn-hangzou' is not allowed; expected .*: cn-hangzhou\?"):
+        render(region="cn-hangzou")
+    assert fired([{**SETTINGS, "region": "cn-beijng"}], {}) >= {"GS124"}
+    assert "GS124" not in fired([{**SETTINGS, "region": "ap-southeast-4"}], {})
+    for region in profiles.REGIONS:
+        assert fired([{**SETTINGS, "region": region}], {}).isdisjoint({"GS124", "GS125"}), region
+    assert set(profiles.COMPUTE_REGIONS) <= set(profiles.REGIONS)

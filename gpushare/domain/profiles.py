@@ -6,6 +6,8 @@ gpushare scheduler extender and device plugin on any cluster (facts sections 2, 
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -88,6 +90,47 @@ MIN_ACK_SMALL_UNIT = "1.18.8"
 SMALL_UNIT_RESTART_BEFORE = "2021-10-20"
 COMPUTE_UPGRADE_BEFORE = "2022-03-01"
 
+#: Alibaba Cloud region IDs (public cloud, finance and government clouds), as the region lists of Alibaba Cloud's
+#: documentation name them (ECS and ACK endpoints): a region's registry is registry-<region>.ack.aliyuncs.com, so a
+#: misspelt one names a registry that does not exist. Alibaba Cloud adds regions: one not listed only warns (GS125).
+REGIONS: tuple[str, ...] = (
+    "cn-qingdao",
+    "cn-beijing",
+    "cn-zhangjiakou",
+    "cn-huhehaote",
+    "cn-wulanchabu",
+    "cn-hangzhou",
+    "cn-shanghai",
+    "cn-nanjing",
+    "cn-fuzhou",
+    "cn-shenzhen",
+    "cn-heyuan",
+    "cn-guangzhou",
+    "cn-chengdu",
+    "cn-wuhan-lr",
+    "cn-hongkong",
+    "ap-northeast-1",
+    "ap-northeast-2",
+    "ap-southeast-1",
+    "ap-southeast-2",
+    "ap-southeast-3",
+    "ap-southeast-5",
+    "ap-southeast-6",
+    "ap-southeast-7",
+    "ap-south-1",
+    "us-east-1",
+    "us-west-1",
+    "na-south-1",
+    "eu-central-1",
+    "eu-west-1",
+    "me-east-1",
+    "me-central-1",
+    "cn-shanghai-finance-1",
+    "cn-shenzhen-finance-1",
+    "cn-beijing-finance-1",
+    "cn-north-2-gov-1",
+)
+
 #: Regions where ACK offers compute-power allocation (seed 002).
 COMPUTE_REGIONS: tuple[str, ...] = (
     "cn-beijing",
@@ -115,3 +158,14 @@ ACK_MIN_SCHEDULER_FOR_COMPUTE: dict[int, str] = {
     26: "v1.26.3-aliyun-4.1-a520c096",
     28: "1.28.1-aliyun-5.6-998282b9",
 }
+
+
+def close_regions(region: str) -> list[str]:
+    """Known regions a misspelt one is likely to mean (`cn-hangzou`: cn-hangzhou). A numbered sibling of a known
+    region (`ap-southeast-4`) is taken for a region newer than the list, not for a typo."""
+    stem = re.sub(r"[0-9]+$", "", region)
+    return [
+        known
+        for known in difflib.get_close_matches(region, REGIONS, n=2, cutoff=0.85)
+        if re.sub(r"[0-9]+$", "", known) != stem
+    ]

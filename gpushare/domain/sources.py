@@ -15,6 +15,7 @@ ACK_MULTI_GPU: Final = "ACK: Multi-GPU sharing"
 ACK_GPU_LABELS: Final = "ACK: Labels used by ACK to control GPUs"
 CGPU: Final = "ACK: Install and use the cGPU service"
 CGPU_FAQ: Final = "ACK: cGPU FAQ"
+REGIONS: Final = "Alibaba Cloud: Regions and zones (region IDs)"
 # The open-source stack.
 SELF_MANAGED_GUIDE: Final = "Guide: GPU sharing in Kubernetes with Alibaba Cloud's gpushare scheduler extender"
 EXTENDER: Final = "github.com/AliyunContainerService/gpushare-scheduler-extender"

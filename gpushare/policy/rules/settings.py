@@ -61,6 +61,21 @@ def _compute_region(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence
         yield "region", s.region, f"a region with compute allocation: {', '.join(profiles.COMPUTE_REGIONS)}"
 
 
+def _region_typo(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    if s.region is not None and s.region not in profiles.REGIONS and profiles.close_regions(s.region):
+        yield "region", s.region, f"an Alibaba Cloud region ID: {' or '.join(profiles.close_regions(s.region))}?"
+
+
+def _region_unknown(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
+    if s.region is not None and s.region not in profiles.REGIONS and not profiles.close_regions(s.region):
+        yield (
+            "region",
+            s.region,
+            f"a region gpushare knows ({', '.join(profiles.REGIONS[:3])}, ...): check the spelling; for a newer "
+            "region, the image repositories are read as registry-<region>.ack.aliyuncs.com",
+        )
+
+
 def _compute_region_unknown(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     if s.compute_allocation and s.region is None and ctx.region is None:  # a live read may know it
         yield "region", None, "the cluster's region, so compute-allocation support can be checked"
@@ -464,5 +479,24 @@ RULES: tuple[Rule, ...] = (
         sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/nvidia.go (one device per MiB of each GPU)"),
         _mib_list,
         explanation=listandwatch.EXPLANATION,
+    ),
+    Rule(
+        "GS124",
+        "error",
+        "settings",
+        "The region must be an Alibaba Cloud region ID, not a misspelling of one",
+        "Correct the region: it names the image registry (registry-<region>.ack.aliyuncs.com) and the compute "
+        "allocation check.",
+        sources.REGIONS,
+        _region_typo,
+    ),
+    Rule(
+        "GS125",
+        "warning",
+        "settings",
+        "A region gpushare does not know",
+        "Check the region ID; a region newer than gpushare's list is taken as written.",
+        sources.REGIONS,
+        _region_unknown,
     ),
 )
