@@ -654,3 +654,16 @@ def test_place_as_inspect_says_what_did_not_land(fleet: Path, capsys: pytest.Cap
     assert re.search(r"^Not placed: .*\d+ not served", out, re.M)
     code, out, _ = run(capsys, "inspect", "--nodes", str(fleet / "nodes.yaml"))
     assert "Not placed" not in out
+
+
+def test_inspect_offers_only_what_it_uses(capsys: pytest.CaptureFixture[str]) -> None:
+    """inspect charges running pods: how new pods would be scheduled (placement, the kube-scheduler modelled, its
+    sampling, cGPU admission) is place's, neither listed by `inspect --help` nor taken."""
+    with pytest.raises(SystemExit):
+        main(["inspect", "--help"])
+    shown = capsys.readouterr().out
+    place_only = ("--placement", "--kube-version", "--scheduler-config-api", "--percentage-of-nodes-to-score")
+    assert "--nodes" in shown and not [flag for flag in (*place_only, "--cgpu-max-pods-per-gpu") if flag in shown]
+    with pytest.raises(SystemExit) as exited:
+        main(["inspect", "--nodes", "n.yaml", "--placement", "spread"])
+    assert exited.value.code == 2

@@ -73,6 +73,19 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help="ack: ACK's rules (units, binpack/spread, compute, multi-GPU); upstream: the open-source extender exactly",
     )
     p.add_argument(
+        "--gpu-memory-unit",
+        choices=tuple(MIB_PER_UNIT),
+        help="unit the objects' aliyun.com/gpu-mem numbers are in (default 1GiB)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal after 2 s)")
+    p.add_argument("-o", "--output", choices=("table", "json", "inspect"), default="table", help="output form")
+    if command == "inspect":  # the running pods only: how new pods would be scheduled is place's, not asked here
+        p.set_defaults(output="inspect", workloads=[], scheduler_name=None, node_order=None, compare=[], plot=None)
+        p.set_defaults(explain=False, engine="fast", placement="binpack", kube_version=None)
+        p.set_defaults(scheduler_config_api=None, percentage_of_nodes_to_score=0)
+        p.set_defaults(cgpu_max_pods_per_gpu=cgpu.MAX_PODS_PER_GPU)
+        return
+    p.add_argument(
         "--placement",
         choices=PLACEMENTS,
         default="binpack",
@@ -99,23 +112,12 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         "kube-scheduler's adaptive share, 50%% minus 1%% per 125 nodes, at least 5%% and 100 nodes)",
     )
     p.add_argument(
-        "--gpu-memory-unit",
-        choices=tuple(MIB_PER_UNIT),
-        help="unit the objects' aliyun.com/gpu-mem numbers are in (default 1GiB)",
-    )
-    p.add_argument(
         "--cgpu-max-pods-per-gpu",
         type=int,
         default=cgpu.MAX_PODS_PER_GPU,
         metavar="N",
         help=f"pods per GPU on cgpu nodes (default {cgpu.MAX_PODS_PER_GPU}, ACK's 128MiB notes)",
     )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal after 2 s)")
-    p.add_argument("-o", "--output", choices=("table", "json", "inspect"), default="table", help="output form")
-    if command == "inspect":  # the running pods only: what place adds to them takes its defaults
-        p.set_defaults(output="inspect", workloads=[], scheduler_name=None, node_order=None, compare=[], plot=None)
-        p.set_defaults(explain=False, engine="fast")
-        return
     p.add_argument(
         "--scheduler-name",
         metavar="NAME",

@@ -55,7 +55,7 @@ class Image(_Model):
     )
     tag: str = Field(
         "",
-        description="Image tag. Empty for the kube-scheduler image means: the cluster's own version.",
+        description="Image tag (default: the release gpushare pins for the profile); empty only where a digest is set.",
         pattern=r"^[\w][\w.-]{0,127}$|^$",
     )
     digest: str | None = Field(
@@ -102,8 +102,21 @@ class Component(ContainerSettings):
     node_selector: dict[str, str] = Field(default_factory=dict, description="Extra pod node selector labels.")
 
 
+class SchedulerImage(Image):
+    """kube-scheduler's image, whose tag may follow the cluster: one scheduler matches one Kubernetes release."""
+
+    tag: str = Field(
+        "",
+        description="Image tag. Empty: the cluster's own Kubernetes version (v1.X.Y, as the kube-scheduler "
+        "release of the cluster).",
+        pattern=r"^[\w][\w.-]{0,127}$|^$",
+    )
+
+
 class SchedulerSettings(Component):
     """How pods reach the extender: ACK's managed scheduler, a second scheduler, or the control plane's."""
+
+    image: SchedulerImage = Field(description="Container image.")
 
     mode: Literal["managed", "secondary", "control-plane"] = Field(
         description="managed (ACK Pro: no scheduler objects), secondary (a kube-scheduler Deployment with its own "
