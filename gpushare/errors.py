@@ -40,6 +40,15 @@ class GpushareError(Exception):
     """Base of every error the library raises on purpose."""
 
 
+class MissingDependency(GpushareError):
+    """A feature needs an optional package that is not installed: the message names the feature and the command
+    that installs it. The CLI exits 2 before any work, as for bad input."""
+
+    def __init__(self, feature: str, package: str, install: str) -> None:
+        self.feature, self.package, self.install = feature, package, install
+        super().__init__(f"{feature} needs {package}, which is not installed: {install}")
+
+
 class InputError(GpushareError):
     """Bad settings or arguments: the CLI prints the one-line message and exits 2, writing nothing."""
 

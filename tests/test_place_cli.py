@@ -352,10 +352,14 @@ def test_compare_side_by_side(fleet: Path, capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.parametrize("suffix", ["png", "svg"])
 def test_plot(fleet: Path, capsys: pytest.CaptureFixture[str], suffix: str) -> None:
     target = fleet / f"p.{suffix}"
-    code, _, _ = run(
+    code, out, err = run(
         capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"), "--plot", str(target)
     )
-    assert code == 0
+    assert (
+        code == 0
+        and re.fullmatch(rf"gpushare: wrote {re.escape(str(target))} \(\d+ GPU nodes\)\n", err)
+        and "placed" in out
+    )
     data = target.read_bytes()
     assert data.startswith(b"\x89PNG") if suffix == "png" else b"<svg" in data[:500]
 
@@ -667,3 +671,17 @@ def test_inspect_offers_only_what_it_uses(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as exited:
         main(["inspect", "--nodes", "n.yaml", "--placement", "spread"])
     assert exited.value.code == 2
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(
+    fleet: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without matplotlib, --plot is refused before any work, in a line that says what to install."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    target = fleet / "p.png"
+    code, out, err = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), "--plot", str(target))
+    said = "gpushare: error: --plot needs matplotlib, which is not installed: pip install 'gpushare[plot]'\n"
+    assert (code, out, err) == (2, "", said) and not target.exists()

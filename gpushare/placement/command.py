@@ -24,7 +24,7 @@ from gpushare.kube.workloads import WORKLOAD_KINDS, unnamed
 from gpushare.placement import report
 from gpushare.placement.inputs import build
 from gpushare.placement.model import Semantics
-from gpushare.placement.plot import plot_target, write_plot
+from gpushare.placement.plot import MAX_NODES, plot_target, write_plot
 from gpushare.placement.result import PlacementResult
 from gpushare.placement.run import run
 from gpushare.progress import wanted
@@ -239,7 +239,10 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
         return 1 if any(r.invalid for _, _, r in rows) else 0
     result = once(base, last=True)
     if req.plot:
-        write_plot(result, req.plot)
+        written = write_plot(result, req.plot)
+        nodes = sum(1 for n in result.nodes if n.gpus)
+        drawn = f"the first {MAX_NODES} of {nodes}" if nodes > MAX_NODES else str(nodes)
+        print(f"gpushare: wrote {written} ({drawn} GPU nodes)", file=sys.stderr)
     report.write(result, req.output, out)
     return 1 if result.invalid else 0
 

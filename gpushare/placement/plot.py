@@ -3,11 +3,12 @@ run placed."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 from pathlib import Path
 
 from gpushare import output
-from gpushare.errors import InputError
+from gpushare.errors import InputError, MissingDependency
 from gpushare.placement.result import PlacementResult
 
 #: Cell colours: memory held by pods that were running before, memory this run placed, free, an unhealthy GPU.
@@ -16,6 +17,7 @@ RUNNING, NEW, FREE, UNHEALTHY = "#4a5568", "#ed8936", "#f7fafc", "#bbbbbb"
 
 #: The flag the picture's path comes from, named in messages about it.
 FLAG = "--plot"
+_NO_MATPLOTLIB = MissingDependency(FLAG, "matplotlib", "pip install 'gpushare[plot]'")
 
 
 def plot_target(path: str | Path) -> Path:
@@ -24,11 +26,17 @@ def plot_target(path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg"):
         raise InputError(FLAG, str(path), "a .png or .svg file name")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise _NO_MATPLOTLIB
     output.plan(path, tree=False, field=FLAG, force_flag=None)
     return path
 
 
-def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = 400) -> Path:
+#: GPU nodes one picture draws: a larger fleet shows its first ones.
+MAX_NODES = 400
+
+
+def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = MAX_NODES) -> Path:
     """PNG or SVG by the file's suffix, written atomically and sealed as gpushare's (`gpushare.output`). Unhealthy
     GPUs are hatched grey; fleets over `max_nodes` show the first ones."""
     path = plot_target(path)
@@ -40,7 +48,7 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = 400) 
         import matplotlib.pyplot as plt
         from matplotlib.patches import Patch, Rectangle
     except ImportError:
-        raise InputError("--plot", str(path), "matplotlib installed (pip install 'gpushare[plot]')") from None
+        raise _NO_MATPLOTLIB from None
     nodes = [n for n in result.nodes if n.gpus][:max_nodes]
     width = max((len(n.gpus) for n in nodes), default=1)
     height = max(len(nodes), 1)
