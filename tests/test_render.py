@@ -127,3 +127,20 @@ def test_the_plugin_is_told_the_unit_in_its_own_words() -> None:
     assert unit_arg() == ["--memory-unit=GiB"]
     ack_image = "registry.example.com/acs/ack-gpushare-device-plugin"
     assert unit_arg(device_plugin_image_repository=ack_image, device_plugin_image_tag="v1") == ["--memory-unit=1GiB"]
+
+
+def test_a_chart_says_how_to_install_it_and_what_a_pinned_minor_needs() -> None:
+    """The next steps of a chart start with its install command (with the namespace, created when it is not
+    kube-system); a chart pinned to one minor says `helm template` needs --kube-version; the chart's README holds
+    the same, and how it is regenerated."""
+    pinned = render(kube_version="1.28", output=None)
+    assert "helm install gpushare <chart directory> -n kube-system\n" in pinned.notes
+    assert "need --kube-version v1.28.15" in pinned.notes
+    readme = pinned.files["README.md"]
+    assert "helm install gpushare . -n kube-system" in readme and "need --kube-version v1.28.15" in readme
+    assert "gpushare render --config gpushare-settings.yaml" in readme and "Kubernetes 1.28" in readme
+    universal = render(namespace="gpu-system", output=None)
+    assert "helm install gpushare <chart directory> -n gpu-system --create-namespace" in universal.notes
+    assert "--kube-version" not in universal.notes
+    manifests = render(kube_version="1.28", format="manifests", output=None)
+    assert "helm install" not in manifests.notes and "README.md" not in manifests.files

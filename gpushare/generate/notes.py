@@ -28,6 +28,16 @@ _ENV = jinja2.Environment(
 
 _TEXT = _ENV.from_string(
     """gpushare [[ profile ]] stack: device plugin[% if isolated %], cGPU installer ([[ isolated|join(', ') ]])[% endif %][% if mode != 'managed' %], scheduler extender ([[ mode ]])[% endif %].
+[% if install and not plugin_at_install %]
+
+Install the chart:
+     helm install [[ release ]] [[ chart ]] -n [[ namespace ]][% if namespace != 'kube-system' %] --create-namespace[% endif %]
+
+[% endif %]
+[% if install and pinned %]
+   The chart is for the Kubernetes minor of [[ pinned ]] only (Chart.yaml kubeVersion): `helm template` and
+   `helm lint` need --kube-version [[ pinned ]], since without a cluster helm checks its own default version.
+[% endif %]
 [% if plugin_at_install %]
 
 0. Give the device plugin image when installing: [[ need ]] ACK's own device plugin, whose image
@@ -119,10 +129,10 @@ def notes(
     settings: InstallerSettings,
     requirements: dict[str, str] | None = None,
     helm: bool = False,
-    chart: str = "<chart directory>",
+    chart: str | None = None,
 ) -> str:
     """The notes for these settings; `helm`: as NOTES.txt, reading the values a user may set at install time;
-    `chart`: where the chart was written, for the install command."""
+    `chart`: where a chart was written, for the install command (None: manifests, or the chart being read)."""
     unit: str = settings.gpu_memory_unit
     units, meaning = example(unit)
     scheduler_name = settings.scheduler.name
@@ -155,10 +165,12 @@ def notes(
             requirements=requirements or {},
             cgpu_paragraph=_cgpu_paragraph(settings),
             plugin_at_install=not helm and settings.plugin_at_install,
+            install=not helm and chart is not None,
+            pinned=settings.version.full if settings.version is not None else "",
             need=settings.ack_plugin_need,
             plugin_lookup=profiles.ACK_PLUGIN_LOOKUP,
             release=settings.release_name,
-            chart=chart,
+            chart=chart or "<chart directory>",
             namespace=settings.namespace,
         ).rstrip()
         + "\n"

@@ -108,7 +108,7 @@ def render(
         files = chart_files(stack)
     else:
         files = {"manifests.yaml": dump_all(objects), **controlplane.files(stack)}
-    chart = str(output) if format == "chart" and output is not None else "<chart directory>"
+    chart = (str(output) if output is not None else "<chart directory>") if format == "chart" else None
     text = notes(model, stack.requirements, chart=chart)
     rendered = Rendered(format, model, files, objects, warnings, text, stack.requirements)
     if output is not None:
