@@ -171,6 +171,32 @@ def test_values_override_reaches_the_objects(helm: Path, tmp_path: Path) -> None
     assert by_key(objects) == by_key(expected)
 
 
+def test_chart_conventions_reach_every_workload(helm: Path, tmp_path: Path) -> None:
+    """imagePullSecrets, nameOverride/fullnameOverride and each component's priorityClassName, set at install,
+    give what render gives for the same settings; every pod pulls with the secret, every object takes the name."""
+    doc = {"profile": "ack", "kubernetesVersion": "1.28", "isolation": ["share", "cgpu"]}
+    render(doc, format="chart", output=tmp_path / "c")
+    sets = ("imagePullSecrets[0].name=regcred", "fullnameOverride=gpu", "devicePlugin.priorityClassName=gpu-node")
+    objects = helm_template(helm, tmp_path / "c", "v1.28.15", extra=tuple(a for s in sets for a in ("--set", s)))
+    pods = [o["spec"]["template"]["spec"] for o in objects if o["kind"] == "DaemonSet"]
+    assert len(pods) == 3 and all(p["imagePullSecrets"] == [{"name": "regcred"}] for p in pods)
+    assert {p["priorityClassName"] for p in pods} == {"gpu-node", "system-node-critical"}
+    assert all(o["metadata"]["name"].startswith("gpu-") for o in objects)
+    expected = {
+        **doc,
+        "imagePullSecrets": [{"name": "regcred"}],
+        "fullnameOverride": "gpu",
+        "devicePlugin": {"priorityClassName": "gpu-node"},
+    }
+    assert by_key(objects) == by_key(render(expected, format="manifests").objects)
+    validate_objects(objects, 28)
+    named = helm_template(helm, tmp_path / "c", "v1.28.15", release="prod", extra=("--set", "nameOverride=gpus"))
+    assert {o["metadata"]["name"].split("-")[0:2] == ["prod", "gpus"] for o in named} == {True}
+    assert by_key(named) == by_key(
+        render({**doc, "releaseName": "prod", "nameOverride": "gpus"}, format="manifests").objects
+    )
+
+
 def test_values_schema_refuses_a_unit_of_the_other_profile(helm: Path, tmp_path: Path) -> None:
     render({"profile": "open-source", "kubernetesVersion": "1.26"}, format="chart", output=tmp_path / "c")
     result = subprocess.run(

@@ -33,10 +33,12 @@ from gpushare.generate.template import dump, to_helm
 from gpushare.generate.values import CHART_VERSION, STRUCTURAL, STRUCTURAL_SCHEDULER, unused_sections
 from gpushare.settings.model import OPEN_SOURCE_PLUGIN, InstallerSettings, settings_schema
 
-_HELPERS = """{{/* Prefix of every object's name: the release name when it says gpushare, else "<release>-gpushare". */}}
+_HELPERS = """{{/* Prefix of every object's name: fullnameOverride, else the release name when it holds the name (nameOverride, default gpushare), else "<release>-<name>". */}}
 {{- define "gpushare.fullname" -}}
 {{- $name := .Release.Name -}}
-{{- if not (contains "gpushare" $name) -}}{{- $name = printf "%s-gpushare" $name -}}{{- end -}}
+{{- $app := .Values.nameOverride | default "gpushare" -}}
+{{- if .Values.fullnameOverride -}}{{- $name = .Values.fullnameOverride -}}
+{{- else if not (contains $app $name) -}}{{- $name = printf "%s-%s" $name $app -}}{{- end -}}
 {{- $name | trunc 40 | trimSuffix "-" -}}
 {{- end -}}
 

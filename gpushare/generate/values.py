@@ -99,7 +99,7 @@ class ChartValues:
     def name(self, suffix: str) -> Expr:
         """An object's name: the release's prefix (`gpushare.fullname`) and what the object is."""
         return Expr(
-            f'printf "%s-{suffix}" (include "gpushare.fullname" .)', f"{fullname(self.settings.release_name)}-{suffix}"
+            f'printf "%s-{suffix}" (include "gpushare.fullname" .)', f"{fullname(self.settings)}-{suffix}"
         )
 
     def version(self, component: str) -> Expr:
@@ -171,10 +171,12 @@ def _helper_args(component: str, extra: dict[str, str] | None, version: str | No
     return args + ")"
 
 
-def fullname(release: str) -> str:
-    """Prefix of every object's name (mirrors `gpushare.fullname`): the release name when it says gpushare, else
-    `<release>-gpushare`; two releases never share a cluster-scoped name, and the default release keeps its names."""
-    name = release if APP in release else f"{release}-{APP}"
+def fullname(settings: InstallerSettings) -> str:
+    """Prefix of every object's name (mirrors `gpushare.fullname`): fullnameOverride when set, else the release
+    name when it says the name (nameOverride, default gpushare), else `<release>-<name>`; two releases never share a
+    cluster-scoped name, and the default release keeps its names."""
+    release, app = settings.release_name, settings.name_override or APP
+    name = settings.fullname_override or (release if app in release else f"{release}-{app}")
     return name[:40].rstrip("-")
 
 

@@ -88,6 +88,16 @@ class Toleration(_Model):
     toleration_seconds: int | None = Field(None, description="For NoExecute: seconds the pod stays bound.")
 
 
+#: A Kubernetes object name (DNS subdomain), or empty.
+_OBJECT_NAME = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
+
+
+class LocalObjectReference(_Model):
+    """An object of the release's namespace, by name: an imagePullSecrets entry."""
+
+    name: str = Field(description="Secret name.", min_length=1, max_length=253, pattern=_OBJECT_NAME)
+
+
 class ContainerSettings(_Model):
     """Settings of one container."""
 
@@ -100,6 +110,13 @@ class Component(ContainerSettings):
 
     tolerations: list[Toleration] = Field(default_factory=list, description="Extra pod tolerations.")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Extra pod node selector labels.")
+    priority_class_name: str = Field(
+        "system-node-critical",
+        description="PriorityClass of the pods (empty: none). A node's GPU sharing stops without them, so by "
+        "default they are node-critical, as ACK runs its GPU components.",
+        pattern=_OBJECT_NAME,
+        max_length=253,
+    )
 
 
 class SchedulerImage(Image):
@@ -117,6 +134,12 @@ class SchedulerSettings(Component):
     """How pods reach the extender: ACK's managed scheduler, a second scheduler, or the control plane's."""
 
     image: SchedulerImage = Field(description="Container image.")
+    priority_class_name: str = Field(
+        "system-cluster-critical",
+        description="PriorityClass of the scheduler's pods (empty: none): cluster-critical, as kube-scheduler's.",
+        pattern=_OBJECT_NAME,
+        max_length=253,
+    )
 
     mode: Literal["managed", "secondary", "control-plane"] = Field(
         description="managed (ACK Pro: no scheduler objects), secondary (a kube-scheduler Deployment with its own "
@@ -246,6 +269,24 @@ class InstallerSettings(_Model):
         description="Helm release name (app.kubernetes.io/instance label).",
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         max_length=53,
+    )
+    name_override: str | None = Field(
+        None,
+        description="The name that follows the release's in object names (<release>-<name>; default gpushare). "
+        "The pods' app.kubernetes.io/name label stays gpushare: selectors cannot change on upgrade.",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=40,
+    )
+    fullname_override: str | None = Field(
+        None,
+        description="The prefix of every object's name, instead of <release>-<name> (at most 40 characters).",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=40,
+    )
+    image_pull_secrets: list[LocalObjectReference] = Field(
+        default_factory=list,
+        description="Secrets of the namespace (kubernetes.io/dockerconfigjson) that pull every image, as "
+        "[{name: regcred}]: ACK's registries need one outside ACK, a private mirror does too.",
     )
     scheduler: SchedulerSettings = Field(description="kube-scheduler integration.")
     extender: ExtenderSettings = Field(description="Scheduler extender (secondary and control-plane modes).")

@@ -67,7 +67,6 @@ def objects(ctx: ChartValues) -> list[dict[str, Any]]:
     }
     spec = {
         "automountServiceAccountToken": False,
-        "priorityClassName": "system-node-critical",
         "securityContext": POD_SECURITY,
         "affinity": affinity,
         "containers": [installer],

@@ -31,7 +31,7 @@ def container(ctx: ChartValues, component: str, name: str, **fields: Any) -> dic
 
 
 def scheduling(ctx: ChartValues, component: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
-    """nodeSelector and tolerations of a pod: the component's values, with fixed labels winning."""
+    """nodeSelector, tolerations and priority class of a pod: the component's values, fixed labels winning."""
     user = ctx.v(f"{component}.nodeSelector")
     if node_selector:
         pairs = " ".join(f'"{k}" "{v}"' for k, v in node_selector.items())
@@ -41,7 +41,11 @@ def scheduling(ctx: ChartValues, component: str, node_selector: dict[str, str] |
         )
     else:
         selector = user
-    return {"nodeSelector": selector, "tolerations": ctx.v(f"{component}.tolerations")}
+    return {
+        "nodeSelector": selector,
+        "tolerations": ctx.v(f"{component}.tolerations"),
+        "priorityClassName": ctx.v(f"{component}.priorityClassName"),
+    }
 
 
 def pod_template(
@@ -54,7 +58,7 @@ def pod_template(
     metadata: dict[str, Any] = {"labels": ctx.labels(component, extra_labels)}
     if annotations:
         metadata["annotations"] = annotations
-    return {"metadata": metadata, "spec": spec}
+    return {"metadata": metadata, "spec": {**spec, "imagePullSecrets": ctx.v("imagePullSecrets")}}
 
 
 def deny_ingress(ctx: ChartValues, name: Expr, component: str) -> dict[str, Any]:

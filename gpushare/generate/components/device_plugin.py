@@ -66,7 +66,6 @@ def daemonset(ctx: ChartValues, mode: str | None, selector: dict[str, str]) -> d
     component = "device-plugin"
     spec = {
         "serviceAccountName": ctx.name(NAME),
-        "priorityClassName": "system-node-critical",
         "securityContext": POD_SECURITY,
         "containers": [plugin],
         **scheduling(ctx, "devicePlugin", selector),

@@ -124,7 +124,6 @@ def secondary_objects(ctx: ChartValues, api: str | None, text: str | None) -> li
         # rollout of this pod waits the default 30 s for the kill
         "terminationGracePeriodSeconds": EXTENDER_GRACE_SECONDS,
         "serviceAccountName": account,
-        "priorityClassName": "system-cluster-critical",
         "securityContext": {"runAsNonRoot": True, **POD_SECURITY},
         "containers": [
             container(

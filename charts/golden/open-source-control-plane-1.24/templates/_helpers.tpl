@@ -1,7 +1,9 @@
-{{/* Prefix of every object's name: the release name when it says gpushare, else "<release>-gpushare". */}}
+{{/* Prefix of every object's name: fullnameOverride, else the release name when it holds the name (nameOverride, default gpushare), else "<release>-<name>". */}}
 {{- define "gpushare.fullname" -}}
 {{- $name := .Release.Name -}}
-{{- if not (contains "gpushare" $name) -}}{{- $name = printf "%s-gpushare" $name -}}{{- end -}}
+{{- $app := .Values.nameOverride | default "gpushare" -}}
+{{- if .Values.fullnameOverride -}}{{- $name = .Values.fullnameOverride -}}
+{{- else if not (contains $app $name) -}}{{- $name = printf "%s-%s" $name $app -}}{{- end -}}
 {{- $name | trunc 40 | trimSuffix "-" -}}
 {{- end -}}
 
