@@ -245,6 +245,10 @@ def test_a_compute_chart_refuses_the_open_source_plugin_at_install(helm: Path, t
     ack = f"devicePlugin.image.repository={EXAMPLE_ACK_PLUGIN},devicePlugin.image.tag=v1"
     accepted = subprocess.run([*command, ack], capture_output=True, text=True)
     assert accepted.returncode == 0, accepted.stderr
+    # ACK's own plugin may share the open-source image name: another tag than the open-source v2 releases passes
+    same_name = "devicePlugin.image.repository=registry-cn-beijing.ack.aliyuncs.com/acs/k8s-gpushare-plugin"
+    accepted = subprocess.run([*command, f"{same_name},devicePlugin.image.tag=v4.1.0"], capture_output=True, text=True)
+    assert accepted.returncode == 0, accepted.stderr
 
 
 def test_a_core_mem_chart_refuses_128mib_at_install(helm: Path, tmp_path: Path) -> None:

@@ -659,3 +659,13 @@ def test_a_misspelt_region_is_refused_and_a_new_one_taken_with_a_warning() -> No
     for region in profiles.REGIONS:
         assert fired([{**SETTINGS, "region": region}], {}).isdisjoint({"GS124", "GS125"}), region
     assert set(profiles.COMPUTE_REGIONS) <= set(profiles.REGIONS)
+
+
+def test_acks_plugin_sharing_the_open_source_name_is_not_refused() -> None:
+    """The open-source plugin is known by its name and its v2 release tags: an image of that name with another tag
+    (ACK's own plugin, as the cluster shows it) serves 128MiB units and compute allocation unrefused."""
+    for tag, refused in (("v2-1.11-aff8a23", True), ("v2", True), ("v4.1.0-aliyun", False), ("1.3.0", False)):
+        image = {"image": {"repository": "registry-cn-beijing.ack.aliyuncs.com/acs/k8s-gpushare-plugin", "tag": tag}}
+        small = fired([{**SETTINGS, "gpuMemoryUnit": "128MiB", "devicePlugin": image}], {})
+        compute = fired([{**COMPUTE, "devicePlugin": image}], {})
+        assert ("GS119" in small, "GS122" in compute) == (refused, refused), tag

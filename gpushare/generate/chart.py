@@ -31,7 +31,7 @@ from gpushare.generate.notes import notes
 from gpushare.generate.stack import Stack
 from gpushare.generate.template import dump, to_helm
 from gpushare.generate.values import CHART_VERSION, STRUCTURAL, STRUCTURAL_SCHEDULER, unused_sections
-from gpushare.settings.model import OPEN_SOURCE_PLUGIN, InstallerSettings, settings_schema
+from gpushare.settings.model import OPEN_SOURCE_PLUGIN, OPEN_SOURCE_PLUGIN_TAG, InstallerSettings, settings_schema
 
 _HELPERS = """{{/* Prefix of every object's name: fullnameOverride, else the release name when it holds the name (nameOverride, default gpushare), else "<release>-<name>". */}}
 {{- define "gpushare.fullname" -}}
@@ -92,8 +92,14 @@ helm.sh/chart: {{ include "gpushare.chart" .root }}
 """
 
 
+#: `is_open_source_plugin` in a template: the open-source plugin's name and one of its release tags.
+_OPEN_SOURCE_TEST = (
+    f'and (eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}") '
+    f'(regexMatch "{OPEN_SOURCE_PLUGIN_TAG}" (toString .Values.devicePlugin.image.tag))'
+)
+
 #: Compute allocation needs ACK's own plugin, the only one that reports aliyun.com/gpu-core.percentage capacity.
-_COMPUTE_GUARD = f"""{{{{- if eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}" -}}}}
+_COMPUTE_GUARD = f"""{{{{- if {_OPEN_SOURCE_TEST} -}}}}
 {{{{- fail "compute allocation needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin reports no aliyun.com/gpu-core.percentage capacity [GS122]" -}}}}
 {{{{- end -}}}}
 """
@@ -117,7 +123,7 @@ the installed plugin's (GC411): pods hold GPU memory counted in it. */}}}}
 {guards}{{{{- if not .Values.devicePlugin.image.repository -}}}}
 {{{{- fail "devicePlugin.image.repository is empty: set it (and devicePlugin.image.tag or .digest) to the device plugin image to run; {UNIT_128MIB} units and compute allocation on ACK need ACK's own, which {ACK_PLUGIN_LOOKUP} shows" -}}}}
 {{{{- end -}}}}
-{{{{- $openSource := eq (base .Values.devicePlugin.image.repository) "{OPEN_SOURCE_PLUGIN}" -}}}}
+{{{{- $openSource := {_OPEN_SOURCE_TEST} -}}}}
 {{{{- if and (eq .Values.gpuMemoryUnit "{UNIT_128MIB}") $openSource -}}}}
 {{{{- fail "gpuMemoryUnit {UNIT_128MIB} needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin knows {UNIT_GIB} and {UNIT_MIB} only and would report {UNIT_GIB} [GS119]" -}}}}
 {{{{- end -}}}}

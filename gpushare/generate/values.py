@@ -98,9 +98,7 @@ class ChartValues:
 
     def name(self, suffix: str) -> Expr:
         """An object's name: the release's prefix (`gpushare.fullname`) and what the object is."""
-        return Expr(
-            f'printf "%s-{suffix}" (include "gpushare.fullname" .)', f"{fullname(self.settings)}-{suffix}"
-        )
+        return Expr(f'printf "%s-{suffix}" (include "gpushare.fullname" .)', f"{fullname(self.settings)}-{suffix}")
 
     def version(self, component: str) -> Expr:
         """The version the component runs: its image tag (kube-scheduler: the cluster's own by default)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -378,10 +379,16 @@ class InstallerSettings(_Model):
 #: The open-source device plugin's image name (upstream-plugin): it takes `--memory-unit=GiB|MiB` only and falls
 #: back to GiB for anything else, so it cannot serve ACK's 128MiB unit.
 OPEN_SOURCE_PLUGIN = "k8s-gpushare-plugin"
+#: The open-source plugin's release tags: its program is gpushare-device-plugin-v2, published as `v2-1.11-<commit>`.
+#: ACK's own plugin may carry the same image name in the same `acs` namespace; with another tag it is taken for ACK's.
+OPEN_SOURCE_PLUGIN_TAG = r"^v2($|[-.])"
 
 
 def is_open_source_plugin(image: Image) -> bool:
-    return image.repository.rsplit("/", 1)[-1] == OPEN_SOURCE_PLUGIN
+    """The open-source plugin, known by its name and a release tag of its own: never refuse ACK's own image for
+    sharing a name (a digest alone cannot tell them apart, so it is taken for the image the user meant)."""
+    named = image.repository.rsplit("/", 1)[-1] == OPEN_SOURCE_PLUGIN
+    return named and re.match(OPEN_SOURCE_PLUGIN_TAG, image.tag) is not None
 
 
 def ack_plugin_features(profile: str, unit: Any, compute: Any) -> list[str]:

@@ -62,7 +62,7 @@ the installed plugin's (GC411): pods hold GPU memory counted in it. */}}
 {{- if not .Values.devicePlugin.image.repository -}}
 {{- fail "devicePlugin.image.repository is empty: set it (and devicePlugin.image.tag or .digest) to the device plugin image to run; 128MiB units and compute allocation on ACK need ACK's own, which kubectl -n kube-system get daemonsets -o wide (the IMAGES column of ack-ai-installer's device plugin) shows" -}}
 {{- end -}}
-{{- $openSource := eq (base .Values.devicePlugin.image.repository) "k8s-gpushare-plugin" -}}
+{{- $openSource := and (eq (base .Values.devicePlugin.image.repository) "k8s-gpushare-plugin") (regexMatch "^v2($|[-.])" (toString .Values.devicePlugin.image.tag)) -}}
 {{- if and (eq .Values.gpuMemoryUnit "128MiB") $openSource -}}
 {{- fail "gpuMemoryUnit 128MiB needs ACK's own device plugin image in devicePlugin.image.repository: the open-source plugin knows GiB and MiB only and would report GiB [GS119]" -}}
 {{- end -}}
