@@ -51,6 +51,13 @@ COMMANDS: dict[str, Command] = {
         "Place workloads on a fleet offline, as the scheduler would. Exit 1 when a pod is invalid, 2 on unusable "
         "input.",
     ),
+    "capacity": Command(
+        "gpushare.planner.command",
+        "how many more replicas fit, and why not more",
+        "For each --template (a Pod or a controller's pod template), how many more of its replicas schedule on the "
+        "fleet after its running and pending pods, as the scheduler would place them one by one; where they land; "
+        "why the next one does not; GPU memory left stranded. Exit 2 on unusable input.",
+    ),
     "inspect": Command(
         "gpushare.placement.command",
         "per-GPU allocation, like kubectl inspect gpushare",

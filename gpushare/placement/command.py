@@ -78,7 +78,8 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help="unit the objects' aliyun.com/gpu-mem numbers are in (default 1GiB)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal after 2 s)")
-    p.add_argument("-o", "--output", choices=("table", "json", "inspect"), default="table", help="output form")
+    forms = ("table", "json") if command == "capacity" else ("table", "json", "inspect")
+    p.add_argument("-o", "--output", choices=forms, default="table", help="output form")
     if command == "inspect":  # the running pods only: how new pods would be scheduled is place's, not asked here
         p.set_defaults(output="inspect", workloads=[], scheduler_name=None, node_order=None, compare=[], plot=None)
         p.set_defaults(explain=False, engine="fast", placement="binpack", kube_version=None)
@@ -126,6 +127,9 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         f"(default: {profiles.DEFAULT_SCHEDULER_NAME} for ack, {profiles.SECONDARY_SCHEDULER_NAME} for upstream)",
     )
     p.add_argument("workloads", nargs="*", help="Pods and controllers to place: files, directories, -")
+    if command == "capacity":  # the planner asks its own questions of the fleet place reads
+        p.set_defaults(node_order=None, compare=[], plot=None, explain=False, engine="fast")
+        return
     p.add_argument("--node-order", metavar="FILE", help="replay: 'namespace/name node' per line fixes each pod's node")
     p.add_argument(
         "--compare",
@@ -177,12 +181,13 @@ class PlaceRequest:
     quiet: bool = False  # no progress bar on a terminal
 
 
-def main(args: argparse.Namespace) -> int:
+def request_of(args: argparse.Namespace) -> PlaceRequest:
+    """The run the flags ask for (place, inspect, and the planner's commands read the fleet alike)."""
     unit = args.gpu_memory_unit or (profiles.UNIT_1GIB if args.semantics == "ack" else profiles.UNIT_GIB)
     semantics = Semantics(
         args.semantics, args.placement, unit, args.cgpu_max_pods_per_gpu, scheduler_name=args.scheduler_name
     )
-    request = PlaceRequest(
+    return PlaceRequest(
         nodes=args.nodes,
         existing=args.existing,
         workloads=args.workloads,
@@ -201,7 +206,10 @@ def main(args: argparse.Namespace) -> int:
         explain=args.explain,
         quiet=args.quiet,
     )
-    return place_command(request, sys.stdout)
+
+
+def main(args: argparse.Namespace) -> int:
+    return place_command(request_of(args), sys.stdout)
 
 
 def place_command(req: PlaceRequest, out: TextIO) -> int:

@@ -1,0 +1,44 @@
+"""`gpushare capacity`: how many more replicas of each template fit on the fleet `place` reads, and why not more."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+
+from gpushare.errors import InputError
+from gpushare.kube.documents import read_paths
+from gpushare.kube.workloads import WORKLOAD_KINDS
+from gpushare.placement import command as placement
+from gpushare.planner import report
+from gpushare.planner.headroom import headroom_of
+from gpushare.progress import wanted
+
+
+def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
+    placement.add_arguments(p, "capacity")
+    p.add_argument(
+        "--template",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a Pod or a Deployment, StatefulSet, ReplicaSet or Job whose replicas to add (repeatable; each "
+        "template is asked alone, after the pending workloads)",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    req = placement.request_of(args)
+    inputs = placement.read_inputs(req)
+    templates = read_paths(args.template, show_progress=wanted(args.quiet))
+    if not templates:
+        raise InputError("--template", ", ".join(args.template), "files that hold a pod template (these hold none)")
+    scheduler, notes = placement.scheduler_profile(req.kube_version, req.scheduler_config_api, inputs.version)
+    scheduler = replace(scheduler, percentage_of_nodes_to_score=req.percentage_of_nodes_to_score)
+    semantics = replace(req.semantics, scheduler=scheduler)
+    pending = [s for s in inputs.workloads if s.kind in WORKLOAD_KINDS]
+    answers = [headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit) for t in templates]
+    report.write(answers, semantics.gpu_memory_unit, req.output, sys.stdout)
+    for note in [*notes, *inputs.notes]:
+        print(f"gpushare: note: {note}", file=sys.stderr)
+    return 0

@@ -1,0 +1,171 @@
+"""How many more replicas of a pod template schedule, where they land, and why the next one does not.
+
+The replicas are added after the pending workloads, as the scheduler would meet them, and placed one by one by the
+placement engine; the first replica left pending ends the count: the replicas are identical, so while the fleet
+does not change the next one would fail the same way (`blocked_by` is that replica's message, with each reason's
+node count). One run per template: the count is bounded by what the fleet's GPU memory could ever hold.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from dataclasses import dataclass
+
+from gpushare.domain import labels
+from gpushare.errors import InputError
+from gpushare.kube.documents import Objects, Source, from_objects
+from gpushare.kube.fields import mapping
+from gpushare.kube.workloads import WORKLOAD_KINDS, read_workload
+from gpushare.placement.inputs import MAX_PODS, build
+from gpushare.placement.model import Semantics
+from gpushare.placement.result import Pending, PlacementResult
+from gpushare.placement.run import run
+
+#: Controllers whose replicas a template adds (DaemonSets and CronJobs have no replica count to raise).
+TEMPLATE_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job")
+
+
+@dataclass(frozen=True)
+class Landing:
+    """Where replicas of the template landed: a node, the GPU indices of one replica, and how many landed so."""
+
+    node: str
+    gpus: tuple[int, ...]
+    replicas: int
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """The answer for one template: `more` replicas schedule; the next is blocked as `blocked_by` says.
+
+    `more_min`/`more_max` bound the answer over the tie-breaks sampled (equal to `more` for the one repeatable
+    choice the engine makes). `stranded` is the free GPU memory (units) left that no further replica can use:
+    free memory on GPUs with less than one replica's share, after the last replica landed."""
+
+    name: str
+    more: int
+    more_min: int
+    more_max: int
+    per_gpu: int
+    landed: tuple[Landing, ...]
+    blocked_by: Pending | None
+    stranded: int
+    #: The most GPU memory (units) free on any one GPU after the last replica: below `per_gpu` where memory blocks.
+    largest_free: int
+    result: PlacementResult
+
+
+def _template(src: Source) -> tuple[str, str, str]:
+    """(kind, namespace, name) of a template, refused when it is no kind whose replicas can be added."""
+    view = read_workload(src)
+    if view is None or view.kind not in TEMPLATE_KINDS:
+        raise InputError("--template", src.where, f"a Pod or the pod template of a {', '.join(TEMPLATE_KINDS[1:])}")
+    if not view.gpu_mem:
+        raise InputError(
+            f"--template {view.kind} {view.key}", src.where, f"a pod template that asks for {labels.GPU_MEM}"
+        )
+    if view.problems:
+        problem = view.problems[0]
+        raise InputError(f"--template {view.kind} {view.key}", src.where, f"a valid pod: {problem.message}")
+    return view.kind, view.namespace, view.name
+
+
+def _replicas(src: Source, kind: str, name: str, count: int) -> tuple[list[Source], list[str]]:
+    """`count` replicas of the template as documents, and the names their pods get when placed."""
+    if kind == "Pod":
+        copies = []
+        for i in range(count):
+            obj = copy.deepcopy(src.obj)
+            obj["metadata"] = {**mapping(obj.get("metadata")), "name": f"{name}-{i}"}
+            obj.pop("status", None)
+            obj.get("spec", {}).pop("nodeName", None)
+            copies.append(Source(obj, src.file, src.line))
+        return copies, [f"{name}-{i}" for i in range(count)]
+    obj = copy.deepcopy(src.obj)
+    spec = obj.setdefault("spec", {})
+    spec["parallelism" if kind == "Job" else "replicas"] = count
+    return [Source(obj, src.file, src.line)], [f"{name}-{i}" for i in range(count)]
+
+
+def _bound(nodes: list[Source], semantics: Semantics, input_unit: str | None, probe: list[Source]) -> int:
+    """More replicas than the fleet's GPU memory could ever hold: the count the run cannot exceed."""
+    inventory = build(nodes, [], probe, semantics, input_unit)
+    pod = inventory.new[0]
+    units = max(pod.gpu_mem * max(pod.gpu_count, 1), 1)
+    total = sum(g.total for n in inventory.nodes for g in n.gpus)
+    return min(total // units + 1, MAX_PODS)
+
+
+def _stranded(result: PlacementResult, per_gpu: int) -> int:
+    return sum(
+        free
+        for node in result.nodes
+        for gpu in node.gpus
+        if gpu.healthy and 0 < (free := gpu.total - gpu.used) < per_gpu
+    )
+
+
+def headroom_of(
+    nodes: list[Source],
+    existing: list[Source],
+    pending: list[Source],
+    template: Source,
+    semantics: Semantics,
+    input_unit: str | None = None,
+) -> Headroom:
+    """The headroom of one template (Sources as read, with their files and lines)."""
+    kind, namespace, name = _template(template)
+    taken = {(s.kind, *_key(s)) for s in pending}
+    if (kind, namespace, name) in taken:
+        raise InputError(
+            f"--template {kind} {namespace}/{name}",
+            template.where,
+            "a template that is not also among the pending workloads (give it once, as the template)",
+        )
+    probe, _ = _replicas(template, kind, name, 1)
+    bound = _bound(nodes, semantics, input_unit, probe)
+    replicas, names = _replicas(template, kind, name, bound)
+    result = run(build(nodes, existing, pending + replicas, semantics, input_unit), semantics)
+    mine = {f"{namespace}/{n}" for n in names}
+    placed = [a for a in result.placements if a.key in mine]
+    blocked = next((p for p in result.pending if p.key in mine), None)
+    landings = Counter((a.node, tuple(i for i, _ in a.gpus)) for a in placed)
+    per_gpu = max((units for a in placed for _, units in a.gpus), default=0) or (blocked.per_gpu if blocked else 0)
+    return Headroom(
+        name=f"{kind}/{namespace}/{name}",
+        more=len(placed),
+        more_min=len(placed),
+        more_max=len(placed),
+        per_gpu=per_gpu,
+        landed=tuple(Landing(node, gpus, n) for (node, gpus), n in sorted(landings.items())),
+        blocked_by=blocked,
+        stranded=_stranded(result, per_gpu),
+        largest_free=max((g.total - g.used for n in result.nodes for g in n.gpus if g.healthy), default=0),
+        result=result,
+    )
+
+
+def _key(src: Source) -> tuple[str, str]:
+    meta = mapping(src.obj.get("metadata"))
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
+def headroom(
+    nodes: Objects,
+    templates: Objects,
+    *,
+    pods: Objects = (),
+    existing: Objects = (),
+    semantics: Semantics | None = None,
+    input_unit: str | None = None,
+) -> list[Headroom]:
+    """For each template (a Pod, or a Deployment, StatefulSet, ReplicaSet or Job), how many more of its replicas
+    schedule on `nodes` after the `existing` pods and the pending `pods`, each template asked alone."""
+    semantics = semantics or Semantics()
+    node_sources, existing_sources = from_objects(nodes, "nodes"), from_objects(existing, "existing")
+    pending = [s for s in from_objects(pods, "pods") if s.kind in WORKLOAD_KINDS]
+    chosen = from_objects(templates, "templates")
+    if not chosen:
+        raise InputError("templates", None, "at least one pod template")
+    return [headroom_of(node_sources, existing_sources, pending, t, semantics, input_unit) for t in chosen]

@@ -1,0 +1,153 @@
+"""`gpushare capacity`: headroom is what placing N and N+1 more replicas with `place` gives, on random fleets and
+for both semantics; the command's table, JSON and refusals."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers import REPO
+from jsonschema import Draft202012Validator
+
+from gpushare.cli import main
+from gpushare.errors import InputError
+from gpushare.placement import Semantics, place
+from gpushare.planner import headroom
+
+REPORT = Draft202012Validator(json.loads((REPO / "schemas" / "capacity-report.schema.json").read_text()))
+
+
+def node(name: str, gpus: int, per_gpu: int, cpu: int = 64) -> dict[str, Any]:
+    capacity = {
+        "aliyun.com/gpu-mem": gpus * per_gpu,
+        "aliyun.com/gpu-count": gpus,
+        "cpu": cpu,
+        "memory": "512Gi",
+        "pods": 110,
+    }
+    labels = {"ack.node.gpu.schedule": "share", "kubernetes.io/hostname": name, "gpushare": "true"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
+
+
+def pod_spec(mem: int, cpu: str = "1") -> dict[str, Any]:
+    limits = {"aliyun.com/gpu-mem": mem}
+    return {"containers": [{"name": "c", "resources": {"limits": limits, "requests": {"cpu": cpu}}}]}
+
+
+def deployment(name: str, mem: int, replicas: int, cpu: str = "1") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec(mem, cpu)},
+        },
+    }
+
+
+def fleet(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    rng = random.Random(seed)
+    nodes = [
+        node(f"n{i}", rng.choice([1, 2, 4, 8]), rng.choice([8, 16, 24, 80]), rng.choice([8, 32])) for i in range(8)
+    ]
+    pending = [deployment(f"busy{i}", rng.randint(1, 12), rng.randint(1, 6)) for i in range(rng.randint(0, 4))]
+    template = deployment("serve", rng.randint(1, 20), 1, rng.choice(["1", "4"]))
+    return nodes, pending, template
+
+
+@pytest.mark.parametrize("semantics", ["ack", "upstream"])
+@pytest.mark.parametrize("seed", range(8))
+def test_headroom_is_what_placing_n_and_n_plus_one_more_gives(seed: int, semantics: str) -> None:
+    nodes, pending, template = fleet(seed)
+    model = Semantics(
+        semantics, gpu_memory_unit="1GiB" if semantics == "ack" else "GiB", scheduler_name="default-scheduler"
+    )
+    (answer,) = headroom(nodes, [template], pods=pending, semantics=model)
+    assert answer.more == answer.more_min == answer.more_max
+    for extra, left in ((answer.more, 0), (answer.more + 1, 1)):
+        asked = {**template, "spec": {**template["spec"], "replicas": extra}}
+        result = place(nodes, [*pending, asked], semantics=model)
+        mine = [p for p in result.pending if p.name.startswith("serve-")]
+        assert len(mine) == left, (extra, [p.message for p in mine])
+    landed = sum(x.replicas for x in answer.landed)
+    assert landed == answer.more and answer.blocked_by is not None  # the bound is past what GPU memory holds
+
+
+def test_a_small_fleet_by_hand() -> None:
+    """16 GiB, one pending pod of 4, and two GPUs of 16: replicas of 5 fit 2 + 3 + 3; 2 + 1 + 1 GiB left stranded."""
+    nodes = [node("a", 1, 16), node("b", 2, 16)]
+    busy = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": pod_spec(4)}
+    (answer,) = headroom(nodes, [deployment("web", 5, 1)], pods=[busy])
+    assert (answer.more, answer.per_gpu, answer.stranded, answer.largest_free) == (8, 5, 4, 2)
+    assert [(x.node, x.gpus, x.replicas) for x in answer.landed] == [("a", (0,), 2), ("b", (0,), 3), ("b", (1,), 3)]
+    assert answer.blocked_by is not None and "Insufficient aliyun.com/gpu-mem" in answer.blocked_by.message
+
+
+def test_capacity_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all([node("a", 1, 16), node("b", 2, 16)]))
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump(deployment("web", 5, 1)))
+    args = ["capacity", "--nodes", str(tmp_path / "nodes.yaml"), "--template", str(tmp_path / "web.yaml")]
+    assert main([*args, "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert not list(REPORT.iter_errors(doc))
+    (entry,) = doc["templates"]
+    assert entry["name"] == "Deployment/ml/web" and entry["more"] == 9 and entry["blocked_by"]["reasons"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[:2] == ["Deployment/ml/web", "9"]
+
+
+@pytest.mark.parametrize(
+    ("template", "said"),
+    [
+        (
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cpu"}, "spec": {"containers": [{"name": "c"}]}},
+            "asks for aliyun.com/gpu-mem",
+        ),
+        (node("x", 1, 1), "a Pod or the pod template of a Deployment"),
+        ({**deployment("web", 5, 1), "kind": "DaemonSet"}, "a Pod or the pod template of a Deployment"),
+        (deployment("half", 0, 1) | {"spec": {**deployment("half", 0, 1)["spec"], "replicas": 1}}, "asks for"),
+    ],
+)
+def test_a_template_that_cannot_be_asked_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], template: dict[str, Any], said: str
+) -> None:
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(node("a", 1, 16)))
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(template))
+    code = main(["capacity", "--nodes", str(tmp_path / "nodes.yaml"), "--template", str(tmp_path / "t.yaml")])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "" and said in captured.err and len(captured.err.splitlines()) == 1
+
+
+def test_a_template_also_pending_is_refused() -> None:
+    web = deployment("web", 5, 2)
+    with pytest.raises(InputError, match="not also among the pending workloads"):
+        headroom([node("a", 1, 16)], [web], pods=[web])
+
+
+def test_the_readmes_example_is_what_the_command_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    text = (REPO / "README.md").read_text()
+    (block,) = re.findall(r"```\n(\$ gpushare capacity [^\n]*\n.*?)```", text, re.S)
+    command, printed = block.split("\n", 1)
+    busy = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": pod_spec(4)}
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all([node("a", 1, 16), node("b", 2, 16)]))
+    (tmp_path / "pending.yaml").write_text(yaml.safe_dump(busy))
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump(deployment("web", 5, 1)))
+    monkeypatch.chdir(tmp_path)
+    assert main(command.split()[2:]) == 0
+    assert capsys.readouterr().out == printed
