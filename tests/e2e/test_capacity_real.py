@@ -1,0 +1,61 @@
+"""`gpushare capacity` against the real kube-scheduler + the stand-in extender: the headroom it reports for a
+template is what the real scheduler gives when the replicas are created one by one: N bound, the next one
+unschedulable. Identical replicas fill each GPU the same whatever ties the real scheduler breaks, so the count is
+a fact of the fleet, not of the order."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from differential import Scenario
+from kube import gpu_node
+from test_differential import create, delete, outcome, scheduler  # noqa: F401  (the fixture, by its name)
+
+from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.placement import Semantics
+from gpushare.planner import headroom
+
+pytestmark = pytest.mark.e2e
+
+
+def replica(name: str, mem: int) -> dict[str, Any]:
+    container = {
+        "name": "c",
+        "image": "registry.k8s.io/pause:3.9",
+        "resources": {"limits": {"aliyun.com/gpu-mem": str(mem)}, "requests": {"cpu": "1"}},
+    }
+    spec = {"schedulerName": "gpushare-scheduler", "containers": [container]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_headroom_is_what_the_real_scheduler_binds(cluster: Any, scheduler: Any, seed: int) -> None:  # noqa: F811
+    core, apps, log, standin = scheduler
+    rng = random.Random(seed)
+    case = Scenario(seed=seed)
+    for i in range(rng.randint(2, 4)):
+        node, status = gpu_node(f"n{i}", rng.choice([1, 2, 4]), rng.choice([8, 16, 24]), cpu=rng.choice(["4", "32"]))
+        case.nodes.append({**node, "spec": {}, **status})
+    busy = [replica(f"busy{k}", rng.randint(1, 10)) for k in range(rng.randint(0, 3))]
+    template = replica("serve", rng.randint(3, 9))
+    semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(cluster.minor))
+    (answer,) = headroom(case.nodes, [template], pods=busy, semantics=semantics)
+    assert answer.blocked_by is not None
+    create(core, apps, case, standin, log)
+    made: list[str] = []
+    try:
+        for pod in busy:
+            core.create_namespaced_pod("default", pod)
+            made.append(pod["metadata"]["name"])
+            outcome(core, pod["metadata"]["name"], log)
+        for k in range(answer.more + 1):
+            name = f"serve-{k}"
+            core.create_namespaced_pod("default", {**template, "metadata": {"name": name, "namespace": "default"}})
+            made.append(name)
+            landed = outcome(core, name, log)
+            assert (landed is not None) == (k < answer.more), (seed, k, answer.more, landed)
+    finally:
+        case.pods = [{"metadata": {"name": n}} for n in made]
+        delete(core, apps, case)
