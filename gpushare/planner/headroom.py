@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpushare.domain import labels
 from gpushare.errors import InputError
 from gpushare.kube.documents import Objects, Source, from_objects
 from gpushare.kube.fields import mapping
 from gpushare.kube.workloads import WORKLOAD_KINDS, read_workload
-from gpushare.placement.inputs import MAX_PODS, build
-from gpushare.placement.model import Semantics
+from gpushare.placement.inputs import MAX_PODS, STATEFULSET_POD_NAME, Inventory, build
+from gpushare.placement.model import Pod, Semantics, with_changes
 from gpushare.placement.result import Pending, PlacementResult
 from gpushare.placement.run import run
 
@@ -77,24 +77,27 @@ def _replicas(src: Source, kind: str, name: str, count: int) -> tuple[list[Sourc
         copies = []
         for i in range(count):
             obj = copy.deepcopy(src.obj)
-            obj["metadata"] = {**mapping(obj.get("metadata")), "name": f"{name}-{i}"}
+            obj["metadata"] = {**mapping(obj.get("metadata")), "name": _name(name, i)}
             obj.pop("status", None)
             obj.get("spec", {}).pop("nodeName", None)
             copies.append(Source(obj, src.file, src.line))
-        return copies, [f"{name}-{i}" for i in range(count)]
+        return copies, [_name(name, i) for i in range(count)]
     obj = copy.deepcopy(src.obj)
     spec = obj.setdefault("spec", {})
     spec["parallelism" if kind == "Job" else "replicas"] = count
-    return [Source(obj, src.file, src.line)], [f"{name}-{i}" for i in range(count)]
+    return [Source(obj, src.file, src.line)], [_name(name, i) for i in range(count)]
 
 
-def _bound(nodes: list[Source], semantics: Semantics, input_unit: str | None, probe: list[Source]) -> int:
-    """More replicas than the fleet's GPU memory could ever hold: the count the run cannot exceed."""
-    inventory = build(nodes, [], probe, semantics, input_unit)
-    pod = inventory.new[0]
-    units = max(pod.gpu_mem * max(pod.gpu_count, 1), 1)
-    total = sum(g.total for n in inventory.nodes for g in n.gpus)
-    return min(total // units + 1, MAX_PODS)
+def _bound(after: PlacementResult, pod: Pod) -> int:
+    """One more replica than the GPU memory left after the pending pods could hold, counted per GPU as the
+    extender fits identical replicas (each GPU takes free // share; a multi-GPU replica needs that many GPUs of one
+    node): the run stops failing replicas after the first, whatever else binds them."""
+    share = max(pod.gpu_mem // max(pod.gpu_count, 1), 1)
+    fits = sum(
+        sum((g.total - g.used) // share for g in node.gpus if g.healthy) // max(pod.gpu_count, 1)
+        for node in after.nodes
+    )
+    return min(fits + 1, MAX_PODS)
 
 
 def _stranded(result: PlacementResult, per_gpu: int) -> int:
@@ -123,10 +126,21 @@ def headroom_of(
             template.where,
             "a template that is not also among the pending workloads (give it once, as the template)",
         )
-    probe, _ = _replicas(template, kind, name, 1)
-    bound = _bound(nodes, semantics, input_unit, probe)
-    replicas, names = _replicas(template, kind, name, bound)
-    result = run(build(nodes, existing, pending + replicas, semantics, input_unit), semantics)
+    probe, names = _replicas(template, kind, name, 1)
+    model = build(nodes, existing, pending + probe, semantics, input_unit)
+    replica = model.new.pop()  # the fleet as the running and pending pods leave it, before any replica
+    if model.quotas:  # ResourceQuotas admit the replicas among the other new pods: one run of them all
+        first = run(replace(model, new=list(model.new)), semantics)
+        bound = _bound(first, replica)
+        replicas, names = _replicas(template, kind, name, bound)
+        result = run(build(nodes, existing, pending + replicas, semantics, input_unit), semantics)
+    else:  # the replicas placed on the fleet the first run left, read and charged once
+        before = run(model, semantics)
+        bound = _bound(before, replica)
+        names = [_name(name, i) for i in range(bound)]
+        extra = [_copy(replica, kind, n) for n in names]
+        result = run(Inventory(before.nodes, [], extra), semantics)
+        result.warnings[:0] = before.warnings
     mine = {f"{namespace}/{n}" for n in names}
     placed = [a for a in result.placements if a.key in mine]
     blocked = next((p for p in result.pending if p.key in mine), None)
@@ -144,6 +158,18 @@ def headroom_of(
         largest_free=max((g.total - g.used for n in result.nodes for g in n.gpus if g.healthy), default=0),
         result=result,
     )
+
+
+def _name(name: str, i: int) -> str:
+    return f"{name}-{i}"
+
+
+def _copy(pod: Pod, kind: str, name: str) -> Pod:
+    """Another replica of the modelled template, named (and, in a StatefulSet, labelled) as its controller would."""
+    if kind != "StatefulSet":
+        return with_changes(pod, name=name)
+    pod_labels = tuple(sorted({**dict(pod.labels), STATEFULSET_POD_NAME: name}.items()))
+    return with_changes(pod, name=name, labels=pod_labels)
 
 
 def _key(src: Source) -> tuple[str, str]:

@@ -1,0 +1,92 @@
+"""Planner speed: headroom of one template on a full fleet.
+
+Fleet: benchmarks/placement.py's nodes of 8 GPUs x 80 GiB (upstream semantics, GiB units), filled by placing its
+Deployments first; what landed becomes the running pods (bound, with the extender's annotations), and
+`gpushare.planner.headroom` then asks how many more replicas of a 10 GiB template fit. Prints the seconds after
+reading (building the model, charging the running pods and placing the replicas) and the answer, at 1k-16k GPUs.
+Target (#35): <= 2 s at 16k GPUs (2,048 nodes, ~100k running pods).
+Usage: python benchmarks/capacity.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from placement import SEARCHED, deployments, fleet
+
+from gpushare.domain import labels
+from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
+from gpushare.kube.documents import Source
+from gpushare.placement import engine_build
+from gpushare.placement.inputs import build
+from gpushare.placement.run import run
+from gpushare.planner.headroom import headroom_of
+
+
+def running(nodes: list[Source], pods: int) -> list[Source]:
+    """The pods a first placement bound, as a cluster would list them: bound, annotated by the extender."""
+    result = run(build(nodes, [], deployments(pods, ack=False), SEARCHED), SEARCHED)
+    bound = []
+    for a in result.placements:
+        ((index, units),) = a.gpus
+        limits = {"aliyun.com/gpu-mem": units}
+        bound.append(
+            Source(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": a.name,
+                        "namespace": a.namespace,
+                        "annotations": {labels.ANN_IDX: str(index), labels.ANN_POD_MEM: str(units)},
+                    },
+                    "spec": {
+                        "nodeName": a.node,
+                        "schedulerName": SECONDARY_SCHEDULER_NAME,
+                        "containers": [{"name": "c", "resources": {"limits": limits}}],
+                    },
+                    "status": {"phase": "Running"},
+                },
+                "bench",
+            )
+        )
+    return bound
+
+
+def template() -> Source:
+    container: dict[str, Any] = {"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": 10}}}
+    spec = {"schedulerName": SECONDARY_SCHEDULER_NAME, "containers": [container]}
+    obj = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "serve", "namespace": "bench"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "serve"}},
+            "template": {"metadata": {"labels": {"app": "serve"}}, "spec": spec},
+        },
+    }
+    return Source(obj, "bench")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1k and 4k GPUs only")
+    args = parser.parse_args()
+    print(f"placement engine: {engine_build()}")
+    print(f"{'GPUs':>7} {'nodes':>6} {'running':>8} {'more':>7} {'seconds':>8}")
+    for nodes in (128, 512) if args.quick else (128, 512, 2048):
+        node_docs = fleet(nodes, ack=False)
+        bound = running(node_docs, nodes * 8 * 6)
+        started = time.perf_counter()
+        answer = headroom_of(node_docs, bound, [], template(), SEARCHED)
+        elapsed = time.perf_counter() - started
+        print(f"{nodes * 8:>7} {nodes:>6} {len(bound):>8} {answer.more:>7} {elapsed:>8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
