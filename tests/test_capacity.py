@@ -151,3 +151,54 @@ def test_the_readmes_example_is_what_the_command_prints(
     monkeypatch.chdir(tmp_path)
     assert main(command.split()[2:]) == 0
     assert capsys.readouterr().out == printed
+
+
+def pool(name: str, gpus: int, per_gpu: int, **annotations: str) -> dict[str, Any]:
+    made = node(name, gpus, per_gpu)
+    made["metadata"]["annotations"] = dict(annotations)
+    return made
+
+
+def test_a_pool_is_sized_to_the_fewest_nodes_the_replay_confirms() -> None:
+    """12 pending pods of 10 GiB on a full fleet: a pool of one 16 GiB GPU a node needs 12 nodes (one pod each), a
+    pool of two 40 GiB GPUs needs 2 (four a GPU would be 8 a node: 2); one fewer leaves a pod pending, shown; a pod
+    larger than any GPU of the pool is named unservable."""
+    from gpushare.kube.documents import from_objects
+    from gpushare.planner import Fleet, read_pool, size
+
+    full = node("full", 1, 8)
+    busy = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": pod_spec(10)} for i in range(12)]
+    huge = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge"}, "spec": pod_spec(60)}
+    fleet = Fleet(from_objects([full], "nodes"), [], from_objects([*busy, huge], "pods"), Semantics())
+    small = read_pool(from_objects(pool("small", 1, 16, **{"gpushare.io/pool-max": "30"}), "pools")[0])
+    big = read_pool(
+        from_objects(pool("big", 2, 40, **{"gpushare.io/pool-cost": "5", "gpushare.io/pool-max": "10"}), "pools")[0]
+    )
+    by_pool = {s.pool: s for s in size(fleet, [small, big])}
+    assert (by_pool["small"].nodes, by_pool["big"].nodes) == (12, 2)
+    for answer in by_pool.values():
+        assert [p.key for p in answer.unservable] == ["default/huge"]
+        assert {p.key for p in answer.result.pending} == {"default/huge"}  # the printed answer is the replay's
+        assert answer.one_fewer is not None and len(answer.one_fewer.pending) > 1
+    assert [s.pool for s in size(fleet, [small, big])] == ["big", "small"]  # cost 10 before 12
+
+
+def test_capacity_sizes_pools_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(node("full", 1, 8)))
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": pod_spec(10)} for i in range(3)]
+    (tmp_path / "pending.yaml").write_text(yaml.safe_dump_all(pods))
+    (tmp_path / "pool.yaml").write_text(yaml.safe_dump(pool("a10", 1, 24, **{"gpushare.io/pool-max": "8"})))
+    args = ["capacity", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "pending.yaml")]
+    assert main([*args, "--pool", str(tmp_path / "pool.yaml"), "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert not list(REPORT.iter_errors(doc)) and doc["templates"] == []
+    ((answer,),) = [doc["add"]]
+    assert (answer["pool"], answer["nodes"], answer["unservable"]) == ("a10", 2, [])
+    assert len(answer["one_fewer_leaves"]) == 1
+    assert main([*args, "--pool", str(tmp_path / "pool.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split() == ["a10", "2", "2", "0"] and "with 1, default/p" in out
+    assert main(args) == 2 and "--template or --pool" in capsys.readouterr().err
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(pool("x", 1, 8, **{"gpushare.io/pool-max": "0"})))
+    assert main([*args, "--pool", str(tmp_path / "bad.yaml")]) == 2
+    assert "gpushare.io/pool-max" in capsys.readouterr().err

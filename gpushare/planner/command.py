@@ -12,15 +12,24 @@ from gpushare.kube.workloads import WORKLOAD_KINDS
 from gpushare.placement import command as placement
 from gpushare.planner import report
 from gpushare.planner.headroom import headroom_of
+from gpushare.planner.pools import Fleet, read_pool, size
 from gpushare.progress import wanted
 
 
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     placement.add_arguments(p, "capacity")
     p.add_argument(
+        "--pool",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a Node manifest per node pool (annotations gpushare.io/pool-max and gpushare.io/pool-cost optional): "
+        "how many of its nodes to add for the pending workloads to schedule (repeatable; each pool sized alone)",
+    )
+    p.add_argument(
         "--template",
         action="append",
-        required=True,
+        default=[],
         metavar="FILE",
         help="a Pod or a Deployment, StatefulSet, ReplicaSet or Job whose replicas to add (repeatable; each "
         "template is asked alone, after the pending workloads)",
@@ -28,17 +37,24 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if not args.template and not args.pool:
+        raise InputError("--template or --pool", None, "a pod template to count, or a node pool to size")
     req = placement.request_of(args)
     inputs = placement.read_inputs(req)
     templates = read_paths(args.template, show_progress=wanted(args.quiet))
-    if not templates:
+    if args.template and not templates:
         raise InputError("--template", ", ".join(args.template), "files that hold a pod template (these hold none)")
+    pools = [read_pool(s) for s in read_paths(args.pool, show_progress=wanted(args.quiet))]
+    if args.pool and not pools:
+        raise InputError("--pool", ", ".join(args.pool), "files that hold a Node manifest (these hold none)")
     scheduler, notes = placement.scheduler_profile(req.kube_version, req.scheduler_config_api, inputs.version)
     scheduler = replace(scheduler, percentage_of_nodes_to_score=req.percentage_of_nodes_to_score)
     semantics = replace(req.semantics, scheduler=scheduler)
     pending = [s for s in inputs.workloads if s.kind in WORKLOAD_KINDS]
     answers = [headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit) for t in templates]
-    report.write(answers, semantics.gpu_memory_unit, req.output, sys.stdout)
+    fleet = Fleet(inputs.nodes, inputs.existing, pending, semantics, req.input_unit)
+    sizings = size(fleet, pools) if pools else []
+    report.write(answers, sizings, semantics.gpu_memory_unit, req.output, sys.stdout)
     for note in [*notes, *inputs.notes]:
         print(f"gpushare: note: {note}", file=sys.stderr)
     return 0
