@@ -294,6 +294,10 @@ def _resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
 _PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]*)?")
 
 
+def _plain(value: Any) -> bool:
+    return isinstance(value, int) or _PLAIN_NUMBER.fullmatch(str(value).strip()) is not None
+
+
 def _quantity(resource: str) -> Any:
     if resource == "cpu":
         return milli
@@ -340,7 +344,7 @@ def read(spec: dict[str, Any]) -> Requests:
                         )
                     )
                     continue
-                if resource == labels.GPU_MEM and not _PLAIN_NUMBER.fullmatch(str(value).strip()):
+                if resource == labels.GPU_MEM and not _plain(value):
                     found.suffixed.append((f"{kind}[{cname}].resources.{where}.{resource}", value, amount))
                 if "/" in str(resource) and resource in requests and resource not in limits:
                     found.problems.append(

@@ -222,9 +222,7 @@ def place_command(req: PlaceRequest, out: TextIO) -> int:
         plot_target(req.plot)  # a name it cannot take, or a file of the user's there: refused before any work
     order = read_node_order(req.node_order) if req.node_order else None
     inputs = read_inputs(req)
-    scheduler, notes = scheduler_profile(req.kube_version, req.scheduler_config_api, inputs.version)
-    scheduler = replace(scheduler, percentage_of_nodes_to_score=req.percentage_of_nodes_to_score)
-    base = replace(req.semantics, scheduler=scheduler)
+    base, notes = semantics_of(req, inputs)
     input_unit = req.input_unit or req.semantics.gpu_memory_unit
 
     def once(semantics: Semantics, last: bool = False) -> PlacementResult:
@@ -352,6 +350,14 @@ def _counted(sources: list[Source]) -> str:
     for src in sources:
         kinds[src.kind or "(no kind)"] = kinds.get(src.kind or "(no kind)", 0) + 1
     return ", ".join(counted(n, kind) for kind, n in sorted(kinds.items())) or "nothing"
+
+
+def semantics_of(req: PlaceRequest, inputs: Inputs) -> tuple[Semantics, list[str]]:
+    """The semantics the flags ask for, with the kube-scheduler they model (the live cluster's by default), and
+    notes on how it was chosen."""
+    scheduler, notes = scheduler_profile(req.kube_version, req.scheduler_config_api, inputs.version)
+    scheduler = replace(scheduler, percentage_of_nodes_to_score=req.percentage_of_nodes_to_score)
+    return replace(req.semantics, scheduler=scheduler), notes
 
 
 def scheduler_profile(

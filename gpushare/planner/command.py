@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 
 from gpushare.errors import InputError
 from gpushare.kube.documents import read_paths
@@ -40,16 +39,15 @@ def main(args: argparse.Namespace) -> int:
     if not args.template and not args.pool:
         raise InputError("--template or --pool", None, "a pod template to count, or a node pool to size")
     req = placement.request_of(args)
-    inputs = placement.read_inputs(req)
+    # the templates and pools first: a mistake in them is said before the fleet is read
     templates = read_paths(args.template, show_progress=wanted(args.quiet))
     if args.template and not templates:
         raise InputError("--template", ", ".join(args.template), "files that hold a pod template (these hold none)")
     pools = [read_pool(s) for s in read_paths(args.pool, show_progress=wanted(args.quiet))]
     if args.pool and not pools:
         raise InputError("--pool", ", ".join(args.pool), "files that hold a Node manifest (these hold none)")
-    scheduler, notes = placement.scheduler_profile(req.kube_version, req.scheduler_config_api, inputs.version)
-    scheduler = replace(scheduler, percentage_of_nodes_to_score=req.percentage_of_nodes_to_score)
-    semantics = replace(req.semantics, scheduler=scheduler)
+    inputs = placement.read_inputs(req)
+    semantics, notes = placement.semantics_of(req, inputs)
     pending = [s for s in inputs.workloads if s.kind in WORKLOAD_KINDS]
     answers = [headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit) for t in templates]
     fleet = Fleet(inputs.nodes, inputs.existing, pending, semantics, req.input_unit)

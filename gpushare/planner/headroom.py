@@ -3,7 +3,8 @@
 The replicas are added after the pending workloads, as the scheduler would meet them, and placed one by one by the
 placement engine; the first replica left pending ends the count: the replicas are identical, so while the fleet
 does not change the next one would fail the same way (`blocked_by` is that replica's message, with each reason's
-node count). One run per template: the count is bounded by what the fleet's GPU memory could ever hold.
+node count). The fleet is read and charged once: the running and pending pods are placed, then the replicas on the
+state they leave, as many as the GPU memory left could hold and one more.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def headroom_of(
             template.where,
             "a template that is not also among the pending workloads (give it once, as the template)",
         )
-    probe, names = _replicas(template, kind, name, 1)
+    probe, _ = _replicas(template, kind, name, 1)
     model = build(nodes, existing, pending + probe, semantics, input_unit)
     replica = model.new.pop()  # the fleet as the running and pending pods leave it, before any replica
     if model.quotas:  # ResourceQuotas admit the replicas among the other new pods: one run of them all

@@ -100,11 +100,13 @@ class Fleet:
 
 def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
     """The fewest nodes of `pool` after which every pending pod it can serve schedules, by bisection over replays."""
+    zero = fleet.with_pool(pool, 0)
+    if not zero.pending:
+        return Sizing(pool.name, 0, 0.0, zero, None, ())
     full = fleet.with_pool(pool, pool.max)
     # pods still pending with `max` nodes added: this pool cannot serve them; the answer is the fewest nodes after
     # which only those stay pending
     unservable = {p.key for p in full.pending}
-    zero = fleet.with_pool(pool, 0)
     if {p.key for p in zero.pending} <= unservable:
         return Sizing(pool.name, 0, 0.0, zero, None, tuple(full.pending))
     low, high, best = 1, pool.max, full  # invariant: `high` nodes leave only the unservable pending
