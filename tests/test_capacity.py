@@ -198,7 +198,7 @@ def test_capacity_sizes_pools_from_the_command_line(tmp_path: Path, capsys: pyte
     assert main([*args, "--pool", str(tmp_path / "pool.yaml")]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[1].split() == ["a10", "2", "2", "0"] and "with 1, default/p" in out
-    assert main(args) == 2 and "--template or --pool" in capsys.readouterr().err
+    assert main(args[:3]) == 2 and "--template, --pool or pending workloads" in capsys.readouterr().err
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(pool("x", 1, 8, **{"gpushare.io/pool-max": "0"})))
     assert main([*args, "--pool", str(tmp_path / "bad.yaml")]) == 2
     assert "gpushare.io/pool-max" in capsys.readouterr().err

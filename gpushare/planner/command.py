@@ -10,6 +10,7 @@ from gpushare.kube.documents import read_paths
 from gpushare.kube.workloads import WORKLOAD_KINDS
 from gpushare.placement import command as placement
 from gpushare.planner import report
+from gpushare.planner.defrag import MAX_MOVES, defragment
 from gpushare.planner.headroom import headroom_of
 from gpushare.planner.pools import Fleet, read_pool, size
 from gpushare.progress import wanted
@@ -33,11 +34,33 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help="a Pod or a Deployment, StatefulSet, ReplicaSet or Job whose replicas to add (repeatable; each "
         "template is asked alone, after the pending workloads)",
     )
+    p.add_argument(
+        "--max-moves",
+        type=_moves,
+        default=MAX_MOVES,
+        metavar="N",
+        help=f"moves of running pods searched at most for one pending pod (default {MAX_MOVES}; 0: report "
+        "fragmentation only)",
+    )
+
+
+def _moves(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"--max-moves {text!r}: expected a whole number from 0 to 64")
+    return value
 
 
 def main(args: argparse.Namespace) -> int:
-    if not args.template and not args.pool:
-        raise InputError("--template or --pool", None, "a pod template to count, or a node pool to size")
+    if not args.template and not args.pool and not args.workloads:
+        raise InputError(
+            "--template, --pool or pending workloads",
+            None,
+            "a pod template to count, a node pool to size, or pending workloads to make room for",
+        )
     req = placement.request_of(args)
     # the templates and pools first: a mistake in them is said before the fleet is read
     templates = read_paths(args.template, show_progress=wanted(args.quiet))
@@ -52,7 +75,13 @@ def main(args: argparse.Namespace) -> int:
     answers = [headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit) for t in templates]
     fleet = Fleet(inputs.nodes, inputs.existing, pending, semantics, req.input_unit)
     sizings = size(fleet, pools) if pools else []
-    report.write(answers, sizings, semantics.gpu_memory_unit, req.output, sys.stdout)
+    served = [(s.pool, {p.key for p in s.unservable}) for s in sizings]
+    defrag = (
+        defragment(inputs.nodes, inputs.existing, pending, semantics, req.input_unit, args.max_moves, served)
+        if pending
+        else None
+    )
+    report.write(answers, sizings, defrag, semantics.gpu_memory_unit, req.output, sys.stdout)
     for note in [*notes, *inputs.notes]:
         print(f"gpushare: note: {note}", file=sys.stderr)
     return 0

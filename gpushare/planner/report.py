@@ -7,6 +7,7 @@ from typing import Any, TextIO
 from gpushare import jsontext
 from gpushare.domain import kinds
 from gpushare.placement.report import _table, pending_dict
+from gpushare.planner.defrag import Defrag, Fragmentation, Move, Where
 from gpushare.planner.headroom import Headroom
 from gpushare.planner.pools import Sizing
 
@@ -35,17 +36,104 @@ def sizing_dict(s: Sizing) -> dict[str, Any]:
     }
 
 
-def write(answers: list[Headroom], sizings: list[Sizing], unit: str, output: str, out: TextIO) -> None:
+def _where(w: Where) -> dict[str, Any]:
+    return {"node": w.node, "gpu": w.gpus[0] if w.gpus else 0, "gpus": list(w.gpus)}
+
+
+def move_dict(m: Move) -> dict[str, Any]:
+    return {"pod": m.pod, "for": m.reason, "from": _where(m.source), "to": _where(m.target)}
+
+
+def fragmentation_dict(f: Fragmentation) -> dict[str, Any]:
+    return {
+        "namespace": f.namespace,
+        "name": f.name,
+        "per_gpu": f.per_gpu,
+        "gpu_count": f.gpu_count,
+        "free": f.free,
+        "largest_free": f.largest_free,
+        "largest_on_node": f.largest_on_node,
+        "fits_after_moves": f.moves is not None,
+        "moves": [move_dict(m) for m in f.moves or ()],
+        "why": f.why,
+        "pool": f.pool,
+    }
+
+
+def defrag_dict(d: Defrag | None) -> dict[str, Any]:
+    if d is None:
+        return {"steps": [], "still_pending": [], "confirmed": True}
+    steps = [
+        {"move": move_dict(s.move), "bound": [{"pod": pod, "node": node} for pod, node in s.bound]}
+        for s in d.plan.steps
+    ]
+    return {"steps": steps, "still_pending": list(d.plan.still_pending), "confirmed": d.plan.confirmed}
+
+
+def write(
+    answers: list[Headroom], sizings: list[Sizing], defrag: Defrag | None, unit: str, output: str, out: TextIO
+) -> None:
     if output == "json":
         doc: dict[str, Any] = {"apiVersion": kinds.API_VERSION, "kind": kinds.CAPACITY_REPORT, "unit": unit}
         doc["templates"] = [headroom_dict(h) for h in answers]
         doc["add"] = [sizing_dict(s) for s in sizings]
+        doc["pending"] = [fragmentation_dict(f) for f in defrag.pending] if defrag is not None else []
+        doc["defrag"] = defrag_dict(defrag)
         out.write(jsontext.dumps(doc) + "\n")
         return
-    lines = _headroom_lines(answers, unit) if answers else []
+    sections = []
+    if answers:
+        sections.append(_headroom_lines(answers, unit))
     if sizings:
-        lines += ["", *_sizing_lines(sizings)] if lines else _sizing_lines(sizings)
-    out.write("\n".join(lines) + "\n")
+        sections.append(_sizing_lines(sizings))
+    if defrag is not None and defrag.pending:
+        sections.append(_defrag_lines(defrag, unit))
+    if not sections:
+        sections.append(["every pending pod schedules: nothing to make room for"])
+    out.write("\n\n".join("\n".join(lines) for lines in sections) + "\n")
+
+
+def _at(w: Where) -> str:
+    return f"{w.node} GPU {','.join(map(str, w.gpus))}"
+
+
+def _move_text(m: Move) -> str:
+    return f"move {m.pod} from {_at(m.source)} to {_at(m.target)}"
+
+
+def _defrag_lines(d: Defrag, unit: str) -> list[str]:
+    rows = [["PENDING POD", "PER GPU", "FREE", "LARGEST FREE", "MOVES", "WHAT WOULD MAKE IT FIT"]]
+    for f in d.pending:
+        if f.moves is not None:
+            what = "; ".join(_move_text(m) for m in f.moves)
+        else:
+            what = f.why + (f" (add a node of pool {f.pool})" if f.pool else "")
+        share = f"{f.per_gpu}x{f.gpu_count}" if f.gpu_count > 1 else str(f.per_gpu)
+        largest = f.largest_on_node if f.gpu_count > 1 else f.largest_free
+        moves = str(len(f.moves)) if f.moves is not None else "-"
+        rows.append([f.key, share, str(f.free), str(largest), moves, what])
+    lines = _table(rows)
+    lines += [
+        "",
+        f"GPU memory in units of {unit}, on the nodes each pod may use; LARGEST FREE: on one GPU (for a pod on "
+        "several GPUs: what each of them could get on one node); each pod asked alone",
+    ]
+    if d.plan.steps:
+        lines += ["", "defragmentation plan for the whole pending set (replayed from the inputs, in this order):"]
+        for i, step in enumerate(d.plan.steps, start=1):
+            then = "; ".join(f"{pod} binds on {node}" for pod, node in step.bound)
+            lines.append(f"{i:>3}. {_move_text(step.move)} (for {step.move.reason})" + (f": {then}" if then else ""))
+        lines.append(
+            "each move: create the pod again pinned to its new node (required node affinity on "
+            "kubernetes.io/hostname), then delete the original"
+        )
+    elif d.pending:
+        lines += ["", "no moves of running pods make room for any pending pod"]
+    if d.plan.still_pending:
+        lines.append(f"still pending after the plan: {len(d.plan.still_pending)}")
+    if not d.plan.confirmed:
+        lines.append("the replay stopped at a move the search had found: the steps shown are those that replayed")
+    return lines
 
 
 def _sizing_lines(sizings: list[Sizing]) -> list[str]:

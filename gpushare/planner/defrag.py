@@ -1,0 +1,446 @@
+"""Why a pending pod does not fit while GPU memory looks free, and which moves of running pods would make it fit.
+
+GPU sharing fragments memory: a pod asking 8 GiB on one GPU stays pending on a fleet with 40 GiB free if no single
+GPU has 8 GiB left. For each pending pod this measures the free memory it could use (on nodes whose labels and
+taints let it in) against the largest free piece on one GPU, and searches the fewest running pods to move so that
+it fits. A move is what a user does by hand: create the pod again pinned to its new node (a required node affinity
+on `kubernetes.io/hostname`; the device plugin's GPU choice there is the extender's), then delete the original. So
+the copy must itself pass every filter of the modelled scheduler where it goes, and its old place is freed only
+after. Deleting a pod wakes the pending pods, as kube-scheduler's queue does on a pod deletion: those that now fit
+bind at once, in queue order.
+
+The search runs the profile's filter plugins on the fleet's state as the placement left it (no whole placement is
+run again per probe); the plan for the whole pending set is then checked by replaying it from the inputs: the
+placement run again, each move applied in order. What is printed is the replay's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare.kube.documents import Source
+from gpushare.placement.framework import Cycle
+from gpushare.placement.inputs import Inventory, build
+from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
+from gpushare.placement.profiles import Profile, profile
+from gpushare.placement.result import Pending, PlacementResult
+from gpushare.placement.run import run
+
+#: Moves searched for one pending pod at most: beyond this a node is better added than the GPUs shuffled.
+MAX_MOVES = 8
+#: Candidate nodes whose pods are weighed exactly for one pending pod (the closest to fitting first).
+_CANDIDATES = 64
+
+
+@dataclass(frozen=True)
+class Where:
+    node: str
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Move:
+    """A running pod moved: created again on `target.node` (the GPUs it gets there), then deleted from `source`."""
+
+    pod: str
+    source: Where
+    target: Where
+    #: The pending pod this move makes room for.
+    reason: str
+
+
+@dataclass(frozen=True)
+class Fragmentation:
+    """One pending pod: the free GPU memory it could use, the largest piece of it, and what would make it fit.
+
+    Amounts are in memory units. `free` and `largest_free` count healthy GPUs on the nodes the pod may use (its
+    node selector, affinity and tolerations let it in); `largest_on_node` is, for a pod spanning several GPUs, the
+    most each of them could get on one node. `moves` are the fewest found after which it fits, from the fleet as
+    it is (each pending pod asked alone); `why` says why none suffice (then `pool` names a pool that would serve
+    it, where pools were given)."""
+
+    namespace: str
+    name: str
+    per_gpu: int
+    gpu_count: int
+    free: int
+    largest_free: int
+    largest_on_node: int
+    moves: tuple[Move, ...] | None
+    why: str
+    pool: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One move of a plan, and the pending pods that bound once its original was deleted (node of each)."""
+
+    move: Move
+    bound: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Moves for the whole pending set, in order, as the replay found them: what each bound, what stays pending."""
+
+    steps: tuple[Step, ...]
+    still_pending: tuple[str, ...]
+    #: The replay agreed with the search move for move (False: the steps printed are the replay's, which differ).
+    confirmed: bool
+
+
+def _fewest(pods: list[Pod], deficit: int, room: int) -> list[Pod] | None:
+    """The fewest of `pods` (largest share first) whose shares sum to `deficit` or more, each no larger than `room`
+    (what another GPU has free); then each swapped for the smallest that keeps the sum, as small pods are easier
+    to place elsewhere. None: even all of them fall short."""
+    fitting = [p for p in pods if p.per_gpu <= room]
+    taken, freed = [], 0
+    for p in fitting:
+        if freed >= deficit:
+            break
+        taken.append(p)
+        freed += p.per_gpu
+    if freed < deficit:
+        return None
+    for i, p in enumerate(taken):
+        spare = [q for q in fitting if all(q is not t for t in taken) and freed - p.per_gpu + q.per_gpu >= deficit]
+        if spare:
+            smallest = min(spare, key=lambda q: (q.per_gpu, q.key))
+            if smallest.per_gpu < p.per_gpu:
+                taken[i], freed = smallest, freed - p.per_gpu + smallest.per_gpu
+    return taken
+
+
+class _Room:
+    """The two GPUs with most free memory in the fleet: the most a pod taken off one GPU could find on another."""
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        top: list[tuple[int, int]] = [(0, -1), (0, -1)]
+        for node in nodes:
+            for gpu in node.gpus:
+                if gpu.free > top[1][0]:
+                    top[1] = (gpu.free, id(gpu))
+                    top.sort(reverse=True)
+        self.top = top
+
+    def beside(self, gpu: Gpu) -> int:
+        return self.top[1][0] if self.top[0][1] == id(gpu) else self.top[0][0]
+
+
+@dataclass
+class _Log:
+    """What a tentative search changed on the nodes, so it can be undone: (node, pod, its GPUs, was added)."""
+
+    entries: list[tuple[Node, Pod, list[Gpu], bool]] = field(default_factory=list)
+
+    def add(self, node: Node, pod: Pod, gpus: list[Gpu]) -> None:
+        node.add_pod(pod, gpus)
+        self.entries.append((node, pod, gpus, True))
+
+    def remove(self, node: Node, pod: Pod) -> list[Gpu]:
+        gpus = list(node.devices.get(id(pod), []))
+        node.remove_pod(pod)
+        self.entries.append((node, pod, gpus, False))
+        return gpus
+
+    def undo(self) -> None:
+        for node, pod, gpus, added in reversed(self.entries):
+            if added:
+                node.remove_pod(pod)
+            else:
+                node.add_pod(pod, gpus)
+        self.entries.clear()
+
+
+class Layout:
+    """The fleet's state after a placement, with which of its bound pods may move and the pods still pending.
+
+    Movable: the pods that were running before (not those the placement just bound), served by the modelled
+    scheduler, holding GPU devices, not run by a DaemonSet (its controller would put it back on the same node)."""
+
+    def __init__(self, inventory: Inventory, result: PlacementResult, semantics: Semantics) -> None:
+        self.plugins: Profile = profile(semantics)
+        self.nodes: list[Node] = result.nodes
+        self.by_name = {n.name: n for n in self.nodes}
+        served = semantics.served_scheduler
+        self.specs: dict[str, Pod] = {
+            p.key: p
+            for p in inventory.existing
+            if p.wants_gpu and p.scheduler_name == served and (p.owner is None or p.owner[0] != "DaemonSet")
+        }
+        self.moved: set[str] = set()
+        models = {p.key: p for p in inventory.new}
+        self.pending: list[Pod] = [models[p.key] for p in result.pending if p.key in models]
+        self.messages: dict[str, Pending] = {p.key: p for p in result.pending}
+        self.result = result
+
+    # --- what a pending pod sees -----------------------------------------------------------------------------------
+
+    def eligible(self, pod: Pod) -> list[Node]:
+        return [n for n in self.nodes if self.plugins.static_rejection(n, pod) is None]
+
+    def cycle(self, pod: Pod) -> Cycle | None:
+        return self.plugins.prefilter(pod, self.nodes) if self.plugins.needs_cycle(pod, True) else None
+
+    def fits(self, node: Node, pod: Pod, cycle: Cycle | None) -> bool:
+        return self.plugins.rejection(node, pod, cycle) is None
+
+    def movable_on(self, node: Node, gpu: Gpu) -> list[Pod]:
+        """The pods on `gpu` that may move, largest share first."""
+        found = [
+            p
+            for p in node.bound
+            if p.key in self.specs and p.key not in self.moved and gpu in node.devices.get(id(p), ())
+        ]
+        return sorted(found, key=lambda p: (-p.per_gpu, p.key))
+
+    # --- the search --------------------------------------------------------------------------------------------
+
+    def _freeing(self, node: Node, pod: Pod, limit: int, room: _Room) -> tuple[int, list[Gpu], list[Pod]] | None:
+        """The fewest pods to take off `node`'s GPUs for `pod`'s share to fit on as many GPUs as it spans (each a pod
+        some other GPU has room for), the GPUs needing fewest taken. None: no way within `limit`."""
+        share, count = pod.per_gpu, max(pod.gpu_count, 1)
+        costs: list[tuple[int, int, Gpu, list[Pod]]] = []
+        for gpu in node.gpus:
+            if not gpu.healthy or gpu.total < share:
+                continue
+            deficit = share - (gpu.total - gpu.used)
+            taken = [] if deficit <= 0 else _fewest(self.movable_on(node, gpu), deficit, room.beside(gpu))
+            if taken is not None and len(taken) <= limit:
+                costs.append((len(taken), gpu.index, gpu, taken))
+        if len(costs) < count:
+            return None
+        costs.sort(key=lambda c: (c[0], c[1]))
+        chosen = costs[:count]
+        pods: list[Pod] = []
+        for _, _, _, taken in chosen:
+            pods += [p for p in taken if all(p is not q for q in pods)]
+        if not pods or len(pods) > limit:
+            return None
+        return len(pods), [c[2] for c in chosen], pods
+
+    def _destination(self, pod: Pod, avoid: Node, keep: list[Gpu]) -> tuple[Node, list[Gpu]] | None:
+        """Where a moved pod's copy goes: a node where every filter passes and the extender gives it none of the
+        GPUs being freed; the tightest fit (least free left on its GPU), so large free pieces stay whole."""
+        copy = self.copy(pod)
+        cycle = self.cycle(copy)
+        best: tuple[int, str, Node, list[Gpu]] | None = None
+        for node in self.nodes:
+            if not node.gpus or max((g.free for g in node.gpus), default=0) < copy.per_gpu:
+                continue
+            if not self.fits(node, copy, cycle):
+                continue
+            gpus = self.plugins.gpus.choose_gpus(node, copy)
+            if not gpus or (node is avoid and any(g in keep for g in gpus)):
+                continue
+            left = min(g.free for g in gpus) - copy.per_gpu
+            if best is None or (left, node.name) < (best[0], best[1]):
+                best = (left, node.name, node, gpus)
+        return None if best is None else (best[2], best[3])
+
+    def copy(self, pod: Pod) -> Pod:
+        """The moved pod as created again: its own spec, not yet bound."""
+        return with_changes(self.specs[pod.key], node=None, gpu_indices=None)
+
+    def search(self, pod: Pod, limit: int = MAX_MOVES) -> tuple[list[Move], _Log] | None:
+        """The fewest moves found after which `pod` fits, applied on the nodes (the log undoes them)."""
+        cycle = self.cycle(pod)
+        share, count = pod.per_gpu, max(pod.gpu_count, 1)
+        ranked = []
+        for node in self.eligible(pod):
+            deficits = sorted(max(0, share - g.free) for g in node.gpus if g.healthy and g.total >= share)
+            if len(deficits) >= count:
+                ranked.append((sum(deficits[:count]), node.name, node))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        options = []
+        room = _Room(self.nodes)
+        for _, _, node in ranked[:_CANDIDATES]:
+            freeing = self._freeing(node, pod, limit, room)
+            if freeing is not None:
+                options.append((freeing[0], node.name, node, freeing[1], freeing[2]))
+        options.sort(key=lambda o: (o[0], o[1]))
+        for _, _, node, keep, taking in options:
+            log = _Log()
+            moves = self._moves(pod, node, keep, taking, log)
+            if moves is not None and self.fits(node, pod, cycle):
+                return moves, log
+            log.undo()
+        return None
+
+    def _moves(self, pod: Pod, node: Node, keep: list[Gpu], taking: list[Pod], log: _Log) -> list[Move] | None:
+        moves = []
+        for victim in taking:
+            found = self._destination(victim, node, keep)
+            if found is None:
+                return None
+            target, gpus = found
+            source = Where(node.name, tuple(g.index for g in node.devices.get(id(victim), [])))
+            log.add(target, self.copy(victim), gpus)
+            log.remove(node, victim)
+            moves.append(Move(victim.key, source, Where(target.name, tuple(g.index for g in gpus)), pod.key))
+        return moves
+
+    # --- applying moves, as the cluster would ----------------------------------------------------------------
+
+    def apply(self, move: Move) -> list[tuple[str, str]] | None:
+        """The copy created on its node (None if it does not fit there now), the original deleted, and the pending
+        pods that then fit the freed node bound there in queue order."""
+        source, target = self.by_name.get(move.source.node), self.by_name.get(move.target.node)
+        original = None if source is None else next((p for p in source.bound if p.key == move.pod), None)
+        if source is None or target is None or original is None:
+            return None
+        copy = self.copy(original)
+        if not self.fits(target, copy, self.cycle(copy)):
+            return None
+        target.add_pod(copy, self.plugins.gpus.choose_gpus(target, copy))
+        source.remove_pod(original)
+        self.moved.add(move.pod)
+        bound = []
+        for waiting in list(self.pending):
+            if self.fits(source, waiting, self.cycle(waiting)):
+                source.add_pod(waiting, self.plugins.gpus.choose_gpus(source, waiting))
+                self.pending.remove(waiting)
+                bound.append((waiting.key, source.name))
+        return bound
+
+    def measure(self, pod: Pod, nodes: Sequence[Node]) -> tuple[int, int, int]:
+        """(free, largest free on one GPU, the most each of `gpu_count` GPUs of one node could get)."""
+        count = max(pod.gpu_count, 1)
+        free = sum(g.free for n in nodes for g in n.gpus)
+        largest = max((g.free for n in nodes for g in n.gpus), default=0)
+        on_node = 0
+        for n in nodes:
+            frees = sorted((g.free for g in n.gpus), reverse=True)
+            if len(frees) >= count:
+                on_node = max(on_node, frees[count - 1])
+        return free, largest, on_node
+
+
+def _why(layout: Layout, pod: Pod, eligible: Sequence[Node], limit: int) -> str:
+    if not limit:
+        return "moves not searched (at most 0 moves asked)"
+    if not pod.wants_gpu:
+        return "it asks no GPU memory: moving GPU pods does not change why it is pending"
+    if not eligible:
+        return "no node lets it in (node selector, affinity, taints): moves cannot change that"
+    if not any(g.healthy and g.total >= pod.per_gpu for n in eligible for g in n.gpus):
+        return f"no GPU of {pod.per_gpu} units on a node it may use, even empty"
+    return f"no {limit} moves of running pods or fewer make room: {layout.messages[pod.key].message}"
+
+
+def fragmentation(
+    layout: Layout, limit: int = MAX_MOVES, pools: Iterable[tuple[str, set[str]]] = ()
+) -> list[Fragmentation]:
+    """Each pending pod alone: what it could use, and the fewest moves after which it fits (the fleet unchanged).
+    `pools`: (pool name, keys of the pods it cannot serve), cheapest first, to name one for pods no move helps."""
+    served = list(pools)
+    answers: list[Fragmentation] = []
+    alike: dict[tuple[Any, ...], tuple[list[Move] | None, str]] = {}
+    for pod in layout.pending:
+        eligible = layout.eligible(pod)
+        free, largest, on_node = layout.measure(pod, eligible)
+        memo = None if pod.pod_affinity or pod.hard_spread or pod.host_ports else (pod.static_signature, pod.shape)
+        if memo is not None and memo in alike:
+            moves, why = alike[memo]
+        else:
+            found = layout.search(pod, limit) if pod.wants_gpu and limit else None
+            if found is not None:
+                found[1].undo()
+            moves = None if found is None else found[0]
+            why = "" if moves is not None else _why(layout, pod, eligible, limit)
+            if memo is not None:
+                alike[memo] = (moves, why)
+        pool = None if moves is not None else next((name for name, cannot in served if pod.key not in cannot), None)
+        answers.append(
+            Fragmentation(
+                pod.namespace,
+                pod.name,
+                pod.per_gpu,
+                max(pod.gpu_count, 1),
+                free,
+                largest,
+                on_node,
+                None if moves is None else tuple(_renamed(m, pod.key) for m in moves),
+                why,
+                pool,
+            )
+        )
+    return answers
+
+
+def _renamed(move: Move, reason: str) -> Move:
+    return Move(move.pod, move.source, move.target, reason)
+
+
+def plan(layout: Layout, limit: int = MAX_MOVES) -> list[Move]:
+    """Moves for the whole pending set: each pending pod in queue order, the fewest moves found on the state the
+    earlier moves left, applied as the cluster would (pods they free room for bind as they do)."""
+    moves: list[Move] = []
+    hopeless: set[tuple[Any, ...]] = set()
+    for pod in list(layout.pending):
+        if pod not in layout.pending or not pod.wants_gpu:
+            continue
+        memo = (pod.static_signature, pod.shape)
+        if memo in hopeless:
+            continue
+        found = layout.search(pod, limit)
+        if found is None:
+            hopeless.add(memo)
+            continue
+        found[1].undo()
+        for move in found[0]:
+            if layout.apply(move) is None:  # the search and the cluster's order disagree: stop this pod's moves
+                break
+            moves.append(move)
+    return moves
+
+
+def replay(layout: Layout, moves: Sequence[Move]) -> Plan:
+    """The moves applied in order on a fleet placed afresh from the inputs: what each binds, what stays pending."""
+    steps: list[Step] = []
+    for move in moves:
+        bound = layout.apply(move)
+        if bound is None:
+            return Plan(tuple(steps), tuple(p.key for p in layout.pending), False)
+        steps.append(Step(move, tuple(bound)))
+    return Plan(tuple(steps), tuple(p.key for p in layout.pending), True)
+
+
+@dataclass(frozen=True)
+class Defrag:
+    """The fragmentation answers: each pending pod alone, then the plan for them all (the replay's)."""
+
+    pending: tuple[Fragmentation, ...]
+    plan: Plan
+    #: The replay's placement: the fleet after the plan's moves and the pods they let bind.
+    result: PlacementResult
+
+
+def defragment(
+    nodes: list[Source],
+    existing: list[Source],
+    pending: list[Source],
+    semantics: Semantics,
+    input_unit: str | None = None,
+    limit: int = MAX_MOVES,
+    pools: Iterable[tuple[str, set[str]]] = (),
+) -> Defrag:
+    """Place the fleet, answer for each pod left pending, plan moves for them all, and replay the plan afresh."""
+    layout = _placed(nodes, existing, pending, semantics, input_unit)
+    answers = fragmentation(layout, limit, pools)
+    moves = plan(layout, limit) if answers and limit else []
+    again = _placed(nodes, existing, pending, semantics, input_unit)
+    return Defrag(tuple(answers), replay(again, moves), again.result)
+
+
+def _placed(
+    nodes: list[Source], existing: list[Source], pending: list[Source], semantics: Semantics, input_unit: str | None
+) -> Layout:
+    inventory = build(nodes, existing, pending, semantics, input_unit)
+    return Layout(inventory, run(inventory, semantics), semantics)
