@@ -48,6 +48,7 @@ COMPILED = [
     "gpushare/placement/result.py",
     "gpushare/placement/sampling.py",
     "gpushare/placement/scoreindex.py",
+    "gpushare/placement/searchindex.py",
     "gpushare/domain/kubescheduler.py",
     "gpushare/kube/podspec.py",
     "gpushare/placement/inputs.py",

@@ -5,6 +5,12 @@ Deployments first; what landed becomes the running pods (bound, with the extende
 `gpushare.planner.headroom` then asks how many more replicas of a 10 GiB template fit. Prints the seconds after
 reading (building the model, charging the running pods and placing the replicas) and the answer, at 1k-16k GPUs.
 Target (#35): <= 2 s at 16k GPUs (2,048 nodes, ~100k running pods).
+
+Then the defragmentation answers: the same fleet with every third running pod deleted but those holding a whole
+GPU (memory left in pieces on most GPUs), and pods asking 48 GiB, more than most pieces: as many as fit and 500
+more, left pending (`gpushare.planner.defrag.defragment`: the fleet placed, each pending pod's fewest moves, the
+plan for them all, and its replay from the inputs). Prints the seconds after reading, the pods that fit after
+moves and the plan's length. Target (#35): <= 10 s at 2k nodes, 500 pending.
 Usage: python benchmarks/capacity.py [--quick]
 """
 
@@ -15,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from placement import SEARCHED, deployments, fleet
+from placement import GIB_PER_GPU, SEARCHED, deployments, fleet
 
 from gpushare.domain import labels
 from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
@@ -23,6 +29,7 @@ from gpushare.kube.documents import Source
 from gpushare.placement import engine_build
 from gpushare.placement.inputs import build
 from gpushare.placement.run import run
+from gpushare.planner.defrag import defragment
 from gpushare.planner.headroom import headroom_of
 
 
@@ -56,6 +63,23 @@ def running(nodes: list[Source], pods: int) -> list[Source]:
     return bound
 
 
+def pending(count: int, gib: int) -> list[Source]:
+    """`count` bare pods asking `gib` GiB each, as a user's pending batch."""
+    container: dict[str, Any] = {"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": gib}}}
+    spec = {"schedulerName": SECONDARY_SCHEDULER_NAME, "containers": [container]}
+    return [
+        Source(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"want-{i}", "namespace": "bench"}, "spec": spec},
+            "bench",
+        )
+        for i in range(count)
+    ]
+
+
+def units(pod: Source) -> int:
+    return int(pod.obj["spec"]["containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"])
+
+
 def template() -> Source:
     container: dict[str, Any] = {"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": 10}}}
     spec = {"schedulerName": SECONDARY_SCHEDULER_NAME, "containers": [container]}
@@ -85,6 +109,22 @@ def main() -> int:
         answer = headroom_of(node_docs, bound, [], template(), SEARCHED)
         elapsed = time.perf_counter() - started
         print(f"{nodes * 8:>7} {nodes:>6} {len(bound):>8} {answer.more:>7} {elapsed:>8.2f}")
+    print()
+    head = f"{'nodes':>6} {'running':>8} {'pending':>8} {'fit after moves':>16} {'plan moves':>11} {'bound':>6}"
+    print(f"{head} {'seconds':>8}")
+    for nodes in (128, 512) if args.quick else (128, 512, 2048):
+        node_docs = fleet(nodes, ack=False)
+        full = running(node_docs, nodes * 8 * 6)
+        bound = [pod for i, pod in enumerate(full) if i % 3 or units(pod) == GIB_PER_GPU]  # a third deleted
+        fits = len(run(build(node_docs, bound, pending(nodes * 8, 48), SEARCHED), SEARCHED).placements)
+        wanted = pending(500 + fits, 48)  # those that fit, and 500 more left pending
+        started = time.perf_counter()
+        found = defragment(node_docs, bound, wanted, SEARCHED)
+        elapsed = time.perf_counter() - started
+        fit = sum(f.moves is not None for f in found.pending)
+        moved = len(found.plan.steps)
+        took = len(found.pending) - len(found.plan.still_pending)
+        print(f"{nodes:>6} {len(bound):>8} {len(found.pending):>8} {fit:>16} {moved:>11} {took:>6} {elapsed:>8.2f}")
     return 0
 
 

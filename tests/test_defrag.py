@@ -159,9 +159,9 @@ def hand_fleet(tmp_path: Path) -> list[str]:
 def test_hand_fleet_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["capacity", *hand_fleet(tmp_path), "--scheduler-name", SCHEDULER]) == 0
     out = capsys.readouterr().out
-    assert "ml/p         12       22    10            1      move ml/a from n0 GPU 0 to n1 GPU 0" in out
+    assert "ml/p         12       22    10            1      move ml/c from n1 GPU 0 to n0 GPU 0" in out
     assert "no GPU of 20 units on a node it may use, even empty" in out
-    assert "  1. move ml/a from n0 GPU 0 to n1 GPU 0 (for ml/p): ml/p binds on n0" in out
+    assert "  1. move ml/c from n1 GPU 0 to n0 GPU 0 (for ml/p): ml/p binds on n1" in out
     assert "still pending after the plan: 2" in out
 
 
@@ -174,15 +174,15 @@ def test_hand_fleet_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert q["fits_after_moves"] and q["moves"] == [{**p["moves"][0], "for": "ml/q"}]
     assert p["fits_after_moves"] and p["moves"] == [
         {
-            "pod": "ml/a",
+            "pod": "ml/c",
             "for": "ml/p",
-            "from": {"node": "n0", "gpu": 0, "gpus": [0]},
-            "to": {"node": "n1", "gpu": 0, "gpus": [0]},
+            "from": {"node": "n1", "gpu": 0, "gpus": [0]},
+            "to": {"node": "n0", "gpu": 0, "gpus": [0]},
         }
     ]
     assert (p["free"], p["largest_free"]) == (22, 10)
     assert not r["fits_after_moves"] and r["moves"] == [] and "20 units" in r["why"]
-    assert [s["bound"] for s in doc["defrag"]["steps"]] == [[{"pod": "ml/p", "node": "n0"}]]
+    assert [s["bound"] for s in doc["defrag"]["steps"]] == [[{"pod": "ml/p", "node": "n1"}]]
     assert doc["defrag"]["still_pending"] == ["ml/q", "ml/r"] and doc["defrag"]["confirmed"]
 
 

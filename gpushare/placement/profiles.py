@@ -11,14 +11,14 @@ field here; no plugin asks which profile it is in.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.kube import workloads
 from gpushare.placement import framework
 from gpushare.placement.framework import Cycle, Plugin, Rejection
-from gpushare.placement.model import Gpu, Node, Pod, Semantics
+from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
 from gpushare.placement.plugins.ackgpu import AckGpuShare, GpuNodeMode
 from gpushare.placement.plugins.defaultpreemption import DefaultPreemption
 from gpushare.placement.plugins.gpushare import GpuShare
@@ -156,7 +156,7 @@ class Profile:
         if pod.gpu_indices is not None:
             gpus = [g for g in node.gpus if g.index in pod.gpu_indices]
             share = self.gpus.charged(pod) // max(1, len(pod.gpu_indices))
-            return replace(pod, gpu_mem=share * len(gpus), gpu_count=max(1, len(gpus))), gpus, ""
+            return with_changes(pod, gpu_mem=share * len(gpus), gpu_count=max(1, len(gpus))), gpus, ""
         if not self.places_unannotated:
             return pod, [], ""
         gpus = self.gpus.choose_gpus(node, pod)

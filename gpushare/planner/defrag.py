@@ -16,8 +16,9 @@ placement run again, each move applied in order. What is printed is the replay's
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpushare.kube.documents import Source
@@ -95,6 +96,17 @@ class Plan:
     confirmed: bool
 
 
+def _anti(pod: Pod) -> bool:
+    return pod.pod_affinity is not None and bool(pod.pod_affinity.required_anti)
+
+
+def _alike(pod: Pod) -> tuple[Any, ...] | None:
+    """What decides where a pod fits, for pods that no rule between pods concerns (None: one does)."""
+    if pod.pod_affinity or pod.hard_spread or pod.host_ports:
+        return None
+    return (pod.static_signature, pod.shape, pod.priority)
+
+
 def _fewest(pods: list[Pod], deficit: int, room: int) -> list[Pod] | None:
     """The fewest of `pods` (largest share first) whose shares sum to `deficit` or more, each no larger than `room`
     (what another GPU has free); then each swapped for the smallest that keeps the sum, as small pods are easier
@@ -118,16 +130,14 @@ def _fewest(pods: list[Pod], deficit: int, room: int) -> list[Pod] | None:
 
 
 class _Room:
-    """The two GPUs with most free memory in the fleet: the most a pod taken off one GPU could find on another."""
+    """The two GPUs with most free memory in the fleet: the most a pod taken off one GPU could find on another.
+    Found among the nodes with the most room (`Node.room`, their largest free GPU within what is left at node level)."""
 
     def __init__(self, nodes: Sequence[Node]) -> None:
-        top: list[tuple[int, int]] = [(0, -1), (0, -1)]
-        for node in nodes:
-            for gpu in node.gpus:
-                if gpu.free > top[1][0]:
-                    top[1] = (gpu.free, id(gpu))
-                    top.sort(reverse=True)
-        self.top = top
+        roomy = heapq.nlargest(2, nodes, key=lambda n: n.room)
+        least = roomy[-1].room if roomy else 0
+        frees = [(g.free, id(g)) for n in nodes if n.room >= least for g in n.gpus]
+        self.top = heapq.nlargest(2, frees) + [(0, -1)] * 2
 
     def beside(self, gpu: Gpu) -> int:
         return self.top[1][0] if self.top[0][1] == id(gpu) else self.top[0][0]
@@ -175,6 +185,11 @@ class Layout:
             if p.wants_gpu and p.scheduler_name == served and (p.owner is None or p.owner[0] != "DaemonSet")
         }
         self.moved: set[str] = set()
+        self._eligible: dict[tuple[Any, ...], list[Node]] = {}
+        #: Each node's largest healthy GPU (memory units): no move makes room beyond it.
+        self.largest = {id(n): max((g.total for g in n.gpus if g.healthy), default=0) for n in self.nodes}
+        #: A bound pod has required anti-affinity (then every pod's PreFilter counts them).
+        self.anti = any(_anti(p) for n in self.nodes for p in n.bound)
         models = {p.key: p for p in inventory.new}
         self.pending: list[Pod] = [models[p.key] for p in result.pending if p.key in models]
         self.messages: dict[str, Pending] = {p.key: p for p in result.pending}
@@ -183,22 +198,34 @@ class Layout:
     # --- what a pending pod sees -----------------------------------------------------------------------------------
 
     def eligible(self, pod: Pod) -> list[Node]:
-        return [n for n in self.nodes if self.plugins.static_rejection(n, pod) is None]
+        """The nodes whose labels, taints and spec let the pod in (what no move changes), kept per kind of pod."""
+        found = self._eligible.get(pod.static_signature)
+        if found is None:
+            found = [n for n in self.nodes if self.plugins.static_rejection(n, pod) is None]
+            self._eligible[pod.static_signature] = found
+        return found
 
     def cycle(self, pod: Pod) -> Cycle | None:
-        return self.plugins.prefilter(pod, self.nodes) if self.plugins.needs_cycle(pod, True) else None
+        """The pod's PreFilter counts, where a rule between pods could reject a node for it (else None)."""
+        return self.plugins.prefilter(pod, self.nodes) if self.plugins.needs_cycle(pod, self.anti) else None
 
     def fits(self, node: Node, pod: Pod, cycle: Cycle | None) -> bool:
         return self.plugins.rejection(node, pod, cycle) is None
 
-    def movable_on(self, node: Node, gpu: Gpu) -> list[Pod]:
-        """The pods on `gpu` that may move, largest share first."""
-        found = [
-            p
-            for p in node.bound
-            if p.key in self.specs and p.key not in self.moved and gpu in node.devices.get(id(p), ())
-        ]
-        return sorted(found, key=lambda p: (-p.per_gpu, p.key))
+    def bind(self, node: Node, pod: Pod, gpus: list[Gpu]) -> None:
+        node.add_pod(pod, gpus)
+        self.anti = self.anti or _anti(pod)
+
+    def movable(self, node: Node) -> dict[int, list[Pod]]:
+        """The pods that may move off each GPU of `node` (by GPU index), largest share first."""
+        found: dict[int, list[Pod]] = {}
+        for p in node.bound:
+            if p.key in self.specs and p.key not in self.moved:
+                for gpu in node.devices.get(id(p), ()):
+                    found.setdefault(gpu.index, []).append(p)
+        for pods in found.values():
+            pods.sort(key=lambda p: (-p.per_gpu, p.key))
+        return found
 
     # --- the search --------------------------------------------------------------------------------------------
 
@@ -207,11 +234,12 @@ class Layout:
         some other GPU has room for), the GPUs needing fewest taken. None: no way within `limit`."""
         share, count = pod.per_gpu, max(pod.gpu_count, 1)
         costs: list[tuple[int, int, Gpu, list[Pod]]] = []
+        movable = self.movable(node)
         for gpu in node.gpus:
             if not gpu.healthy or gpu.total < share:
                 continue
             deficit = share - (gpu.total - gpu.used)
-            taken = [] if deficit <= 0 else _fewest(self.movable_on(node, gpu), deficit, room.beside(gpu))
+            taken = [] if deficit <= 0 else _fewest(movable.get(gpu.index, []), deficit, room.beside(gpu))
             if taken is not None and len(taken) <= limit:
                 costs.append((len(taken), gpu.index, gpu, taken))
         if len(costs) < count:
@@ -227,22 +255,19 @@ class Layout:
 
     def _destination(self, pod: Pod, avoid: Node, keep: list[Gpu]) -> tuple[Node, list[Gpu]] | None:
         """Where a moved pod's copy goes: a node where every filter passes and the extender gives it none of the
-        GPUs being freed; the tightest fit (least free left on its GPU), so large free pieces stay whole."""
+        GPUs being freed; the node whose largest free piece is the smallest that holds it first, so that large
+        free pieces stay whole."""
         copy = self.copy(pod)
+        share = copy.per_gpu
+        ranked = sorted((n for n in self.nodes if n.room >= share), key=lambda n: (n.room, n.name))
         cycle = self.cycle(copy)
-        best: tuple[int, str, Node, list[Gpu]] | None = None
-        for node in self.nodes:
-            if not node.gpus or max((g.free for g in node.gpus), default=0) < copy.per_gpu:
-                continue
+        for node in ranked:
             if not self.fits(node, copy, cycle):
                 continue
             gpus = self.plugins.gpus.choose_gpus(node, copy)
-            if not gpus or (node is avoid and any(g in keep for g in gpus)):
-                continue
-            left = min(g.free for g in gpus) - copy.per_gpu
-            if best is None or (left, node.name) < (best[0], best[1]):
-                best = (left, node.name, node, gpus)
-        return None if best is None else (best[2], best[3])
+            if gpus and not (node is avoid and any(g is k for g in gpus for k in keep)):
+                return node, gpus
+        return None
 
     def copy(self, pod: Pod) -> Pod:
         """The moved pod as created again: its own spec, not yet bound."""
@@ -254,23 +279,42 @@ class Layout:
         share, count = pod.per_gpu, max(pod.gpu_count, 1)
         ranked = []
         for node in self.eligible(pod):
+            if self.largest[id(node)] < share:
+                continue
+            if count == 1:  # the least missing on one GPU: what its room lacks
+                ranked.append((max(0, share - node.room), node.name, node))
+                continue
             deficits = sorted(max(0, share - g.free) for g in node.gpus if g.healthy and g.total >= share)
             if len(deficits) >= count:
                 ranked.append((sum(deficits[:count]), node.name, node))
-        ranked.sort(key=lambda r: (r[0], r[1]))
         options = []
         room = _Room(self.nodes)
-        for _, _, node in ranked[:_CANDIDATES]:
+        for _, _, node in heapq.nsmallest(_CANDIDATES, ranked, key=lambda r: (r[0], r[1])):
             freeing = self._freeing(node, pod, limit, room)
-            if freeing is not None:
-                options.append((freeing[0], node.name, node, freeing[1], freeing[2]))
+            if freeing is None:
+                continue
+            if freeing[0] == 1:  # one move is the fewest there is: tried at once
+                done = self._tried(pod, node, freeing[1], freeing[2], cycle)
+                if done is not None:
+                    return done
+                continue
+            options.append((freeing[0], node.name, node, freeing[1], freeing[2]))
         options.sort(key=lambda o: (o[0], o[1]))
         for _, _, node, keep, taking in options:
-            log = _Log()
-            moves = self._moves(pod, node, keep, taking, log)
-            if moves is not None and self.fits(node, pod, cycle):
-                return moves, log
-            log.undo()
+            done = self._tried(pod, node, keep, taking, cycle)
+            if done is not None:
+                return done
+        return None
+
+    def _tried(
+        self, pod: Pod, node: Node, keep: list[Gpu], taking: list[Pod], cycle: Cycle | None
+    ) -> tuple[list[Move], _Log] | None:
+        """The moves taking `taking` off `node` applied, if each finds a place and `pod` then fits there."""
+        log = _Log()
+        moves = self._moves(pod, node, keep, taking, log)
+        if moves is not None and self.fits(node, pod, cycle):
+            return moves, log
+        log.undo()
         return None
 
     def _moves(self, pod: Pod, node: Node, keep: list[Gpu], taking: list[Pod], log: _Log) -> list[Move] | None:
@@ -298,15 +342,21 @@ class Layout:
         copy = self.copy(original)
         if not self.fits(target, copy, self.cycle(copy)):
             return None
-        target.add_pod(copy, self.plugins.gpus.choose_gpus(target, copy))
+        self.bind(target, copy, self.plugins.gpus.choose_gpus(target, copy))
         source.remove_pod(original)
         self.moved.add(move.pod)
         bound = []
+        refused: set[tuple[Any, ...]] = set()  # pods alike to one that did not fit: they do not either
         for waiting in list(self.pending):
+            alike = _alike(waiting)
+            if alike in refused:
+                continue
             if self.fits(source, waiting, self.cycle(waiting)):
-                source.add_pod(waiting, self.plugins.gpus.choose_gpus(source, waiting))
+                self.bind(source, waiting, self.plugins.gpus.choose_gpus(source, waiting))
                 self.pending.remove(waiting)
                 bound.append((waiting.key, source.name))
+            elif alike is not None:
+                refused.add(alike)
         return bound
 
     def measure(self, pod: Pod, nodes: Sequence[Node]) -> tuple[int, int, int]:
@@ -341,21 +391,21 @@ def fragmentation(
     `pools`: (pool name, keys of the pods it cannot serve), cheapest first, to name one for pods no move helps."""
     served = list(pools)
     answers: list[Fragmentation] = []
-    alike: dict[tuple[Any, ...], tuple[list[Move] | None, str]] = {}
+    alike: dict[tuple[Any, ...], tuple[list[Move] | None, str, tuple[int, int, int]]] = {}
     for pod in layout.pending:
-        eligible = layout.eligible(pod)
-        free, largest, on_node = layout.measure(pod, eligible)
-        memo = None if pod.pod_affinity or pod.hard_spread or pod.host_ports else (pod.static_signature, pod.shape)
+        memo = _alike(pod)
         if memo is not None and memo in alike:
-            moves, why = alike[memo]
+            moves, why, (free, largest, on_node) = alike[memo]
         else:
+            eligible = layout.eligible(pod)
+            measured = free, largest, on_node = layout.measure(pod, eligible)
             found = layout.search(pod, limit) if pod.wants_gpu and limit else None
             if found is not None:
                 found[1].undo()
             moves = None if found is None else found[0]
             why = "" if moves is not None else _why(layout, pod, eligible, limit)
             if memo is not None:
-                alike[memo] = (moves, why)
+                alike[memo] = (moves, why, measured)
         pool = None if moves is not None else next((name for name, cannot in served if pod.key not in cannot), None)
         answers.append(
             Fragmentation(
@@ -382,16 +432,17 @@ def plan(layout: Layout, limit: int = MAX_MOVES) -> list[Move]:
     """Moves for the whole pending set: each pending pod in queue order, the fewest moves found on the state the
     earlier moves left, applied as the cluster would (pods they free room for bind as they do)."""
     moves: list[Move] = []
-    hopeless: set[tuple[Any, ...]] = set()
+    hopeless: set[tuple[Any, ...]] = set()  # pods alike to one no moves were found for
     for pod in list(layout.pending):
         if pod not in layout.pending or not pod.wants_gpu:
             continue
-        memo = (pod.static_signature, pod.shape)
-        if memo in hopeless:
+        memo = _alike(pod)
+        if memo is not None and memo in hopeless:
             continue
         found = layout.search(pod, limit)
         if found is None:
-            hopeless.add(memo)
+            if memo is not None:
+                hopeless.add(memo)
             continue
         found[1].undo()
         for move in found[0]:
@@ -431,16 +482,14 @@ def defragment(
     limit: int = MAX_MOVES,
     pools: Iterable[tuple[str, set[str]]] = (),
 ) -> Defrag:
-    """Place the fleet, answer for each pod left pending, plan moves for them all, and replay the plan afresh."""
-    layout = _placed(nodes, existing, pending, semantics, input_unit)
+    """Place the fleet, answer for each pod left pending, plan moves for them all, and replay the plan: the
+    placement run again on nodes made afresh from their manifests (the pods' models, which nothing changes, are
+    read once), then each move applied in order."""
+    inventory = build(nodes, existing, pending, semantics, input_unit)
+    layout = Layout(inventory, run(inventory, semantics), semantics)
     answers = fragmentation(layout, limit, pools)
     moves = plan(layout, limit) if answers and limit else []
-    again = _placed(nodes, existing, pending, semantics, input_unit)
-    return Defrag(tuple(answers), replay(again, moves), again.result)
-
-
-def _placed(
-    nodes: list[Source], existing: list[Source], pending: list[Source], semantics: Semantics, input_unit: str | None
-) -> Layout:
-    inventory = build(nodes, existing, pending, semantics, input_unit)
-    return Layout(inventory, run(inventory, semantics), semantics)
+    unhealthy = [s for s in existing + pending if s.kind == "ConfigMap"]  # what marks GPUs unhealthy
+    again = replace(inventory, nodes=build(nodes, unhealthy, [], semantics, input_unit).nodes)
+    replayed = Layout(again, run(again, semantics), semantics)
+    return Defrag(tuple(answers), replay(replayed, moves), replayed.result)
