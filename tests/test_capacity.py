@@ -142,7 +142,7 @@ def test_the_readmes_example_is_what_the_command_prints(
     import re
 
     text = (REPO / "README.md").read_text()
-    (block,) = re.findall(r"```\n(\$ gpushare capacity [^\n]*\n.*?)```", text, re.S)
+    (block,) = re.findall(r"```\n(\$ gpushare capacity [^\n]*--template[^\n]*\n.*?)```", text, re.S)
     command, printed = block.split("\n", 1)
     busy = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": pod_spec(4)}
     (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all([node("a", 1, 16), node("b", 2, 16)]))

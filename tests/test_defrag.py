@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers import REPO
 from test_capacity import REPORT, node, pod_spec
 
 from gpushare.cli import main
 from gpushare.kube.documents import from_objects
 from gpushare.placement import Semantics, place
+from gpushare.planner import make_room
 from gpushare.planner.defrag import Defrag, defragment
 
 SCHEDULER = "default-scheduler"
@@ -210,3 +212,29 @@ def test_a_pool_named_where_no_move_helps(tmp_path: Path, capsys: pytest.Capture
     assert main(["capacity", *args]) == 0
     r = json.loads(capsys.readouterr().out)["pending"][2]
     assert r["name"] == "r" and r["pool"] == "big"
+
+
+def test_the_readmes_example_is_what_the_command_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    text = (REPO / "README.md").read_text()
+    (block,) = re.findall(r"```\n(\$ gpushare capacity [^\n]*--existing running.yaml[^\n]*\n.*?)```", text, re.S)
+    command, printed = block.split("\n", 1)
+    hand_fleet(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(command.split()[2:]) == 0
+    assert capsys.readouterr().out == printed
+
+
+def test_make_room_from_python(tmp_path: Path) -> None:
+    """The library call on plain objects gives the command's answer."""
+    hand_fleet(tmp_path)
+    read = {
+        name: list(yaml.safe_load_all((tmp_path / f"{name}.yaml").read_text()))
+        for name in ("nodes", "running", "pending")
+    }
+    answer = make_room(read["nodes"], pods=read["pending"], existing=read["running"])
+    assert [(f.name, f.moves is not None) for f in answer.pending] == [("p", True), ("q", True), ("r", False)]
+    assert [(s.move.pod, s.bound) for s in answer.plan.steps] == [("ml/c", (("ml/p", "n1"),))]

@@ -208,9 +208,14 @@ def test_inspect_view(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "GPU1(Allocated/Total)",
         "GPU",
         "Memory(GiB)",
+        "Free(Largest)",
     ]
-    assert lines[1].split() == ["a", "192.168.0.71", "0/15", "6/15", "6/30"]
-    assert lines[-2:] == ["Allocated/Total GPU Memory In Cluster:", "6/45 (13%)"]
+    assert lines[1].split() == ["a", "192.168.0.71", "0/15", "6/15", "6/30", "24(15)"]
+    assert lines[-3:] == [
+        "Allocated/Total GPU Memory In Cluster:",
+        "6/45 (13%)",
+        "Free GPU Memory In Cluster: 39, at most 15 on one GPU",
+    ]
 
 
 def test_inspect_shows_compute_on_core_mem_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -234,10 +239,11 @@ def test_inspect_shows_compute_on_core_mem_nodes(tmp_path: Path, capsys: pytest.
         "Compute(%)",
         "GPU",
         "Compute(%)",
+        "Free(Largest)",
     ]
     rows = {line[0]: line for line in lines[1:3]}
-    assert rows["c"][-3:] == ["30/100", "0/100", "30/200"]
-    assert rows["s"][-1] == "-"
+    assert rows["c"][-4:-1] == ["30/100", "0/100", "30/200"]
+    assert rows["s"][-2] == "-"
 
 
 def test_fragmentation_counts_partly_used_gpus_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -223,7 +223,8 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
 def inspect_text(result: PlacementResult) -> str:
     """`kubectl inspect gpushare`'s summary: per node each GPU's allocated/total, then the cluster total. Where
     nodes allocate compute (core_mem), each GPU's compute allocated/total in percent follows, as `kubectl inspect
-    cgpu` shows it."""
+    cgpu` shows it. The last column is fragmentation: the GPU memory free on the node, and in brackets the most
+    free on one of its GPUs (a pod asking more on one GPU fits nowhere there, however much is free in all)."""
     unit = result.semantics.gpu_memory_unit
     label = UNIT_GIB if MIB_PER_UNIT[unit] == MIB_PER_UNIT[UNIT_GIB] else unit
     nodes = [n for n in result.nodes if n.gpus]
@@ -232,7 +233,7 @@ def inspect_text(result: PlacementResult) -> str:
     header = ["NAME", "IPADDRESS"] + [f"GPU{i}(Allocated/Total)" for i in range(width)] + [f"GPU Memory({label})"]
     if compute:
         header += [f"GPU{i} Compute(%)" for i in range(width)] + ["GPU Compute(%)"]
-    rows = [header]
+    rows = [[*header, "Free(Largest)"]]
     for n in nodes:
         cells = [f"{g.used}/{g.total}" if g.healthy else f"{g.used}/{g.total}(unhealthy)" for g in n.gpus]
         cells += [""] * (width - len(cells))
@@ -241,7 +242,7 @@ def inspect_text(result: PlacementResult) -> str:
             cores = [f"{g.core_used}/{g.core_total}" if g.core_total else "-" for g in n.gpus]
             used, total = sum(g.core_used for g in n.gpus), sum(g.core_total for g in n.gpus)
             row += [*cores, *[""] * (width - len(cores)), f"{used}/{total}" if total else "-"]
-        rows.append(row)
+        rows.append([*row, f"{sum(g.free for g in n.gpus)}({max((g.free for g in n.gpus), default=0)})"])
     lines = _table(rows)
     used = sum(n.gpu_used for n in nodes)
     total = sum(n.gpu_total for n in nodes)
@@ -249,6 +250,8 @@ def inspect_text(result: PlacementResult) -> str:
     lines.append("Allocated/Total GPU Memory In Cluster:")
     percent = int(used * 100 / total) if total else 0
     lines.append(f"{used}/{total} ({percent}%)")
+    free, largest = sum(g.free for n in nodes for g in n.gpus), max((g.free for n in nodes for g in n.gpus), default=0)
+    lines.append(f"Free GPU Memory In Cluster: {free}, at most {largest} on one GPU")
     left = [
         f"{len(pods)} {what}"
         for pods, what in ((result.pending, "pending"), (result.invalid, "invalid"), (result.not_served, "not served"))

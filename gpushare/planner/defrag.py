@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpushare.kube.documents import Source
+from gpushare.kube.documents import Objects, Source, from_objects
+from gpushare.kube.workloads import WORKLOAD_KINDS
 from gpushare.placement.framework import Cycle
 from gpushare.placement.inputs import Inventory, build
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
@@ -493,3 +494,25 @@ def defragment(
     again = replace(inventory, nodes=build(nodes, unhealthy, [], semantics, input_unit).nodes)
     replayed = Layout(again, run(again, semantics), semantics)
     return Defrag(tuple(answers), replay(replayed, moves), replayed.result)
+
+
+def make_room(
+    nodes: Objects,
+    *,
+    pods: Objects = (),
+    existing: Objects = (),
+    semantics: Semantics | None = None,
+    input_unit: str | None = None,
+    max_moves: int = MAX_MOVES,
+) -> Defrag:
+    """What would make room for the pending `pods` on `nodes` given the `existing` running pods: each pod left
+    pending measured and its fewest moves, and the plan for them all (`defragment`, on plain objects)."""
+    pending = [s for s in from_objects(pods, "pods") if s.kind in WORKLOAD_KINDS]
+    return defragment(
+        from_objects(nodes, "nodes"),
+        from_objects(existing, "existing"),
+        pending,
+        semantics or Semantics(),
+        input_unit,
+        max_moves,
+    )

@@ -115,18 +115,17 @@ def _defrag_lines(d: Defrag, unit: str) -> list[str]:
     lines = _table(rows)
     lines += [
         "",
-        f"GPU memory in units of {unit}, on the nodes each pod may use; LARGEST FREE: on one GPU (for a pod on "
-        "several GPUs: what each of them could get on one node); each pod asked alone",
+        f"GPU memory in units of {unit} on the nodes each pod may use; LARGEST FREE on one GPU; each pod alone",
     ]
+    if any(f.gpu_count > 1 for f in d.pending):
+        lines.append("PER GPU AxN: A on each of N GPUs of one node; LARGEST FREE then what each of N could get there")
     if d.plan.steps:
         lines += ["", "defragmentation plan for the whole pending set (replayed from the inputs, in this order):"]
         for i, step in enumerate(d.plan.steps, start=1):
             then = "; ".join(f"{pod} binds on {node}" for pod, node in step.bound)
             lines.append(f"{i:>3}. {_move_text(step.move)} (for {step.move.reason})" + (f": {then}" if then else ""))
-        lines.append(
-            "each move: create the pod again pinned to its new node (required node affinity on "
-            "kubernetes.io/hostname), then delete the original"
-        )
+        lines.append("each move: create the pod again on its new node, then delete the original")
+        lines.append("(pinned there by a required node affinity on kubernetes.io/hostname)")
     elif d.pending:
         lines += ["", "no moves of running pods make room for any pending pod"]
     if d.plan.still_pending:
