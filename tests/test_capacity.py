@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -202,3 +203,40 @@ def test_capacity_sizes_pools_from_the_command_line(tmp_path: Path, capsys: pyte
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(pool("x", 1, 8, **{"gpushare.io/pool-max": "0"})))
     assert main([*args, "--pool", str(tmp_path / "bad.yaml")]) == 2
     assert "gpushare.io/pool-max" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", [4, 5, 13, 17, 26])
+def test_a_sampled_tie_break_is_what_place_gives_with_that_seed(seed: int) -> None:
+    """Each run `--runs` samples is a placement with kube-scheduler's random pick among tied nodes: N more
+    replicas with that seed bind, N+1 leave one pending; the fleets here are ones where the picks change N."""
+    nodes, pending, template = fleet(seed)
+    model = Semantics("upstream", gpu_memory_unit="GiB", scheduler_name="default-scheduler")
+    counts = []
+    for tie_seed in range(1, 6):
+        sampled = replace(model, tie_seed=tie_seed)
+        (answer,) = headroom(nodes, [template], pods=pending, semantics=sampled)
+        counts.append(answer.more)
+        for extra, left in ((answer.more, 0), (answer.more + 1, 1)):
+            asked = {**template, "spec": {**template["spec"], "replicas": extra}}
+            result = place(nodes, [*pending, asked], semantics=sampled)
+            assert sum(p.name.startswith("serve") for p in result.pending) == left
+    (answer,) = headroom(nodes, [template], pods=pending, semantics=model, runs=5)
+    assert (answer.more_min, answer.more_max) == (min([answer.more, *counts]), max([answer.more, *counts]))
+    assert answer.runs == 5 and answer.more_min < answer.more_max
+
+
+def test_runs_in_the_table_and_refused_out_of_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes, pending, template = fleet(26)
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all(nodes))
+    (tmp_path / "pending.yaml").write_text(yaml.safe_dump_all(pending))
+    (tmp_path / "serve.yaml").write_text(yaml.safe_dump(template))
+    args = ["capacity", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "pending.yaml")]
+    args += ["--template", str(tmp_path / "serve.yaml"), "--semantics", "upstream", "--gpu-memory-unit", "GiB"]
+    args += ["--scheduler-name", "default-scheduler"]
+    assert main([*args, "--runs", "5"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[:2] == ["Deployment/ml/serve", "2"] and "(2-4)" in out
+    assert "over 5 runs with random tie-breaks" in out
+    with pytest.raises(SystemExit) as exited:
+        main([*args, "--runs", "1001"])
+    assert exited.value.code == 2 and "--runs '1001': expected a whole number from 0 to 1000" in capsys.readouterr().err

@@ -10,7 +10,7 @@ scheduler's (schedule_one.go findNodesThatFitPod), and the weighted scores are s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,20 +117,28 @@ def tie_break(node: Node) -> tuple[int, str]:
     return -node.room, node.name
 
 
-def select(feasible: Sequence[Node], totals: Sequence[int]) -> tuple[Node, int]:
+#: Picks one of the nodes tied on the best score (a sampled run's random choice).
+Pick = Callable[[list[Node]], Node]
+
+
+def select(feasible: Sequence[Node], totals: Sequence[int], pick: Pick | None = None) -> tuple[Node, int]:
     """selectHost: a node with the highest total, and how many nodes shared it. kube-scheduler picks among tied
     nodes at random; the dry run takes the first by `tie_break`, so the choice is repeatable and the fast engine
-    finds it by bisection."""
+    finds it by bisection (`pick`: a sampled run's choice instead)."""
     best = max(totals)
     tied = [n for n, t in zip(feasible, totals, strict=True) if t == best]
-    return min(tied, key=tie_break), len(tied)
+    return (min(tied, key=tie_break) if pick is None else pick(tied)), len(tied)
 
 
 def choose(
-    scores: Sequence[tuple[Plugin, int]], pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]
+    scores: Sequence[tuple[Plugin, int]],
+    pod: Pod,
+    feasible: Sequence[Node],
+    all_nodes: Sequence[Node],
+    pick: Pick | None = None,
 ) -> tuple[Node, int]:
     """The node kube-scheduler binds the pod to, and the number of nodes tied with it. A single feasible node is
     taken without scoring, as the scheduler does."""
     if len(feasible) == 1:
         return feasible[0], 1
-    return select(feasible, prioritize(scores, pod, feasible, all_nodes))
+    return select(feasible, prioritize(scores, pod, feasible, all_nodes), pick)

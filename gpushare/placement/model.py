@@ -33,6 +33,10 @@ class Semantics:
     #: The spec.schedulerName whose GPU pods gpushare serves; None: what the semantics installs by default
     #: (ACK's managed scheduler is default-scheduler, the open-source stack a secondary gpushare-scheduler).
     scheduler_name: str | None = None
+    #: Among nodes tied on the best score kube-scheduler picks one at random (selectHost). None: the dry run's
+    #: repeatable choice (the most GPU memory free on one device, then the name); a number: a uniform random pick
+    #: from that seed, node by node (the reference engine), to sample what the random choices give.
+    tie_seed: int | None = None
 
     @property
     def served_scheduler(self) -> str:

@@ -10,6 +10,7 @@ field here; no plugin asks which profile it is in.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -75,6 +76,8 @@ class Profile:
     retries_at_once: bool
     #: PostFilter: kube-scheduler's DefaultPreemption (upstream); None where preemption is not modelled (ack).
     post_filter: DefaultPreemption | None = None
+    #: A sampled run's random choice among nodes tied on score (`Semantics.tie_seed`); None: `framework.tie_break`.
+    pick: framework.Pick | None = None
 
     @property
     def scheduler(self) -> ScoringProfile:
@@ -169,7 +172,7 @@ class Profile:
         """The node a fitting pod goes to, and how many nodes tied for it: kube-scheduler's scores, or the first in
         `node_order` (no tie is reported there: the order is ACK's promise, not a score)."""
         if self.node_order is None:
-            return framework.choose(self.scores, pod, feasible, all_nodes)
+            return framework.choose(self.scores, pod, feasible, all_nodes, self.pick)
         return min(feasible, key=self.node_order), 1
 
 
@@ -213,4 +216,16 @@ def profile(semantics: Semantics) -> Profile:
         places_unannotated=not upstream,
         retries_at_once=upstream and scheduler.retries_at_once,
         post_filter=DefaultPreemption(scheduler) if upstream else None,
+        pick=None if semantics.tie_seed is None else _random_pick(semantics.tie_seed),
     )
+
+
+def _random_pick(seed: int) -> framework.Pick:
+    """selectHost's uniform choice among tied nodes, from `seed` (the nodes taken in name order, so the same seed
+    picks the same whatever order they were found in)."""
+    rng = random.Random(seed)
+
+    def pick(tied: list[Node]) -> Node:
+        return rng.choice(sorted(tied, key=lambda n: n.name))
+
+    return pick

@@ -59,6 +59,8 @@ def run(
     `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds."""
     refuse_unsupported_unit(inventory.nodes, semantics)
     plugins = profile(semantics)
+    if plugins.pick is not None:  # the fast engine's indexes keep the repeatable tie-break: a sample goes node by node
+        engine = "reference"
     warnings = charge_existing(inventory.nodes, inventory.existing, plugins)
     runner = fast_engine.place if engine == "fast" else reference.place
     served = semantics.served_scheduler

@@ -35,6 +35,15 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         "template is asked alone, after the pending workloads)",
     )
     p.add_argument(
+        "--runs",
+        type=_runs,
+        default=0,
+        metavar="K",
+        help="also place each template's replicas K times with random tie-breaks, as kube-scheduler picks among "
+        "nodes tied on score, node by node (slower), and show the least and most that fit (upstream semantics; "
+        "ACK's node order has no ties)",
+    )
+    p.add_argument(
         "--max-moves",
         type=_moves,
         default=MAX_MOVES,
@@ -42,6 +51,16 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help=f"moves of running pods searched at most for one pending pod (default {MAX_MOVES}; 0: report "
         "fragmentation only)",
     )
+
+
+def _runs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"--runs {text!r}: expected a whole number from 0 to 1000")
+    return value
 
 
 def _moves(text: str) -> int:
@@ -72,7 +91,9 @@ def main(args: argparse.Namespace) -> int:
     inputs = placement.read_inputs(req)
     semantics, notes = placement.semantics_of(req, inputs)
     pending = [s for s in inputs.workloads if s.kind in WORKLOAD_KINDS]
-    answers = [headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit) for t in templates]
+    answers = [
+        headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit, args.runs) for t in templates
+    ]
     fleet = Fleet(inputs.nodes, inputs.existing, pending, semantics, req.input_unit)
     sizings = size(fleet, pools) if pools else []
     served = [(s.pool, {p.key for p in s.unservable}) for s in sizings]

@@ -40,9 +40,10 @@ class Landing:
 class Headroom:
     """The answer for one template: `more` replicas schedule; the next is blocked as `blocked_by` says.
 
-    `more_min`/`more_max` bound the answer over the tie-breaks sampled (equal to `more` for the one repeatable
-    choice the engine makes). `stranded` is the free GPU memory (units) left that no further replica can use:
-    free memory on GPUs with less than one replica's share, after the last replica landed."""
+    `more_min`/`more_max` bound the answer over the `runs` tie-breaks sampled as well (kube-scheduler picks at
+    random among nodes tied on score; `more` is the dry run's repeatable choice; without samples all three agree).
+    `stranded` is the free GPU memory (units) left that no further replica can use: free memory on GPUs with less
+    than one replica's share, after the last replica landed."""
 
     name: str
     more: int
@@ -55,6 +56,8 @@ class Headroom:
     #: The most GPU memory (units) free on any one GPU after the last replica: below `per_gpu` where memory blocks.
     largest_free: int
     result: PlacementResult
+    #: Runs with random tie-breaks sampled (0: none).
+    runs: int = 0
 
 
 def _template(src: Source) -> tuple[str, str, str]:
@@ -117,8 +120,10 @@ def headroom_of(
     template: Source,
     semantics: Semantics,
     input_unit: str | None = None,
+    runs: int = 0,
 ) -> Headroom:
-    """The headroom of one template (Sources as read, with their files and lines)."""
+    """The headroom of one template (Sources as read, with their files and lines); with `runs`, that many more
+    placements with random tie-breaks (seeds 1..runs) bound it (upstream: ACK's node order has no ties)."""
     kind, namespace, name = _template(template)
     taken = {(s.kind, *_key(s)) for s in pending}
     if (kind, namespace, name) in taken:
@@ -130,7 +135,9 @@ def headroom_of(
     probe, _ = _replicas(template, kind, name, 1)
     model = build(nodes, existing, pending + probe, semantics, input_unit)
     replica = model.new.pop()  # the fleet as the running and pending pods leave it, before any replica
-    if model.quotas:  # ResourceQuotas admit the replicas among the other new pods: one run of them all
+    # ResourceQuotas admit the replicas among the other new pods, and a sampled run draws its tie-breaks from one
+    # stream as `place` would: one run of them all
+    if model.quotas or semantics.tie_seed is not None:
         first = run(replace(model, new=list(model.new)), semantics)
         bound = _bound(first, replica)
         replicas, names = _replicas(template, kind, name, bound)
@@ -147,17 +154,23 @@ def headroom_of(
     blocked = next((p for p in result.pending if p.key in mine), None)
     landings = Counter((a.node, tuple(i for i, _ in a.gpus)) for a in placed)
     per_gpu = max((units for a in placed for _, units in a.gpus), default=0) or (blocked.per_gpu if blocked else 0)
+    sampled = [len(placed)]
+    if semantics.name == "upstream":
+        for seed in range(1, runs + 1):
+            sample = headroom_of(nodes, existing, pending, template, replace(semantics, tie_seed=seed), input_unit)
+            sampled.append(sample.more)
     return Headroom(
         name=f"{kind}/{namespace}/{name}",
         more=len(placed),
-        more_min=len(placed),
-        more_max=len(placed),
+        more_min=min(sampled),
+        more_max=max(sampled),
         per_gpu=per_gpu,
         landed=tuple(Landing(node, gpus, n) for (node, gpus), n in sorted(landings.items())),
         blocked_by=blocked,
         stranded=_stranded(result, per_gpu),
         largest_free=max((g.total - g.used for n in result.nodes for g in n.gpus if g.healthy), default=0),
         result=result,
+        runs=len(sampled) - 1,
     )
 
 
@@ -186,13 +199,15 @@ def headroom(
     existing: Objects = (),
     semantics: Semantics | None = None,
     input_unit: str | None = None,
+    runs: int = 0,
 ) -> list[Headroom]:
     """For each template (a Pod, or a Deployment, StatefulSet, ReplicaSet or Job), how many more of its replicas
-    schedule on `nodes` after the `existing` pods and the pending `pods`, each template asked alone."""
+    schedule on `nodes` after the `existing` pods and the pending `pods`, each template asked alone; `runs`
+    samples random tie-breaks for `more_min`/`more_max`."""
     semantics = semantics or Semantics()
     node_sources, existing_sources = from_objects(nodes, "nodes"), from_objects(existing, "existing")
     pending = [s for s in from_objects(pods, "pods") if s.kind in WORKLOAD_KINDS]
     chosen = from_objects(templates, "templates")
     if not chosen:
         raise InputError("templates", None, "at least one pod template")
-    return [headroom_of(node_sources, existing_sources, pending, t, semantics, input_unit) for t in chosen]
+    return [headroom_of(node_sources, existing_sources, pending, t, semantics, input_unit, runs) for t in chosen]

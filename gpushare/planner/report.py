@@ -18,6 +18,7 @@ def headroom_dict(h: Headroom) -> dict[str, Any]:
         "more": h.more,
         "more_min": h.more_min,
         "more_max": h.more_max,
+        "runs": h.runs,
         "per_gpu": h.per_gpu,
         "landed": [{"node": x.node, "gpus": list(x.gpus), "replicas": x.replicas} for x in h.landed],
         "blocked_by": pending_dict(h.blocked_by) if h.blocked_by is not None else None,
@@ -154,11 +155,15 @@ def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
     rows = [["TEMPLATE", "MORE", "PER GPU", "LARGEST FREE", "STRANDED", "NEXT ONE"]]
     for h in answers:
         why = h.blocked_by.message if h.blocked_by is not None else "-"
-        rows.append([h.name, str(h.more), str(h.per_gpu), str(h.largest_free), str(h.stranded), why])
+        more = str(h.more) if h.more_min == h.more_max else f"{h.more} ({h.more_min}-{h.more_max})"
+        rows.append([h.name, more, str(h.per_gpu), str(h.largest_free), str(h.stranded), why])
     lines = _table(rows)
     for h in answers:
         if h.landed:
             lines += ["", f"{h.name}: where the {h.more} land (node, GPUs, replicas)"]
             lines += _table([[x.node, ",".join(map(str, x.gpus)), str(x.replicas)] for x in h.landed])
     lines += ["", f"GPU memory in units of {unit}; stranded: free on GPUs with less than one replica's share"]
+    sampled = max((h.runs for h in answers), default=0)
+    if sampled:
+        lines.append(f"MORE (least-most): over {sampled} runs with random tie-breaks as well as the dry run's own")
     return lines
