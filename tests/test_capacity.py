@@ -240,3 +240,39 @@ def test_runs_in_the_table_and_refused_out_of_range(tmp_path: Path, capsys: pyte
     with pytest.raises(SystemExit) as exited:
         main([*args, "--runs", "1001"])
     assert exited.value.code == 2 and "--runs '1001': expected a whole number from 0 to 1000" in capsys.readouterr().err
+
+
+def test_a_template_of_higher_priority_counts_what_preemption_frees() -> None:
+    """Full GPUs of priority-0 pods: replicas of a PriorityClass 1000 template fit by preempting them (upstream's
+    DefaultPreemption), the victims named; the count is what placing N and N+1 replicas with `place` gives."""
+    model = Semantics("upstream", gpu_memory_unit="GiB", scheduler_name="default-scheduler")
+    nodes = [node("n0", 1, 16), node("n1", 1, 16)]
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    running = []
+    for n in ("n0", "n1"):
+        for i in range(4):
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"low-{n}-{i}",
+                    "namespace": "ml",
+                    "annotations": {"ALIYUN_COM_GPU_MEM_IDX": "0", "ALIYUN_COM_GPU_MEM_POD": "4"},
+                },
+                "spec": {**pod_spec(4), "nodeName": n, "schedulerName": "default-scheduler"},
+                "status": {"phase": "Running"},
+            }
+            running.append(pod)
+    template = deployment("urgent", 8, 1)
+    template["spec"]["template"]["spec"] |= {"priorityClassName": "high", "schedulerName": "default-scheduler"}
+    (answer,) = headroom(nodes, [template], existing=[high, *running], semantics=model)
+    assert answer.more == 4 and len(answer.preempted) == 8
+    assert {v.key for v in answer.preempted} == {f"ml/{p['metadata']['name']}" for p in running}
+    assert all(v.by.startswith("ml/urgent-") for v in answer.preempted)
+    for extra, left in ((answer.more, 0), (answer.more + 1, 1)):
+        asked = {**template, "spec": {**template["spec"], "replicas": extra}}
+        result = place(nodes, [asked], existing=[high, *running], semantics=model)
+        assert sum(p.name.startswith("urgent") for p in result.pending) == left
+        assert len(result.preempted) == 8
+    (plain,) = headroom(nodes, [deployment("calm", 8, 1)], existing=[high, *running], semantics=model)
+    assert plain.more == 0 and not plain.preempted

@@ -8,7 +8,7 @@ from gpushare import jsontext
 from gpushare.domain import kinds, kubescheduler
 from gpushare.domain.profiles import MIB_PER_UNIT, UNIT_GIB
 from gpushare.placement.model import Node, Semantics
-from gpushare.placement.result import Pending, PlacementResult
+from gpushare.placement.result import Pending, PlacementResult, Preempted
 
 
 def fragmentation(result: PlacementResult) -> int:
@@ -69,17 +69,7 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
             for a in result.placements
         ],
         "pending": [pending_dict(p) for p in result.pending],
-        "preempted": [
-            {
-                "namespace": v.namespace,
-                "name": v.name,
-                "node": v.node,
-                "by": v.by,
-                "priority": v.priority,
-                "tiedWith": v.tied_with,
-            }
-            for v in result.preempted
-        ],
+        "preempted": [preempted_dict(v) for v in result.preempted],
         "invalid": [
             {"namespace": i.namespace, "name": i.name, "reason": i.reason, "source": i.source} for i in result.invalid
         ],
@@ -95,6 +85,17 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
         ],
         "nodes": [node_dict(n) for n in result.nodes if n.gpus],
         "warnings": list(result.warnings),
+    }
+
+
+def preempted_dict(v: Preempted) -> dict[str, Any]:
+    return {
+        "namespace": v.namespace,
+        "name": v.name,
+        "node": v.node,
+        "by": v.by,
+        "priority": v.priority,
+        "tiedWith": v.tied_with,
     }
 
 

@@ -20,7 +20,8 @@ from gpushare.kube.fields import mapping
 from gpushare.kube.workloads import WORKLOAD_KINDS, read_workload
 from gpushare.placement.inputs import MAX_PODS, STATEFULSET_POD_NAME, Inventory, build
 from gpushare.placement.model import Pod, Semantics, with_changes
-from gpushare.placement.result import Pending, PlacementResult
+from gpushare.placement.profiles import profile
+from gpushare.placement.result import Pending, PlacementResult, Preempted
 from gpushare.placement.run import run
 
 #: Controllers whose replicas a template adds (DaemonSets and CronJobs have no replica count to raise).
@@ -58,6 +59,8 @@ class Headroom:
     result: PlacementResult
     #: Runs with random tie-breaks sampled (0: none).
     runs: int = 0
+    #: Pods of lower priority the replicas preempt to fit (DefaultPreemption), each with the replica it made room for.
+    preempted: tuple[Preempted, ...] = ()
 
 
 def _template(src: Source) -> tuple[str, str, str]:
@@ -92,15 +95,22 @@ def _replicas(src: Source, kind: str, name: str, count: int) -> tuple[list[Sourc
     return [Source(obj, src.file, src.line)], [_name(name, i) for i in range(count)]
 
 
-def _bound(after: PlacementResult, pod: Pod) -> int:
+def _bound(after: PlacementResult, pod: Pod, preempts: bool) -> int:
     """One more replica than the GPU memory left after the pending pods could hold, counted per GPU as the
     extender fits identical replicas (each GPU takes free // share; a multi-GPU replica needs that many GPUs of one
-    node): the run stops failing replicas after the first, whatever else binds them."""
+    node): the run stops failing replicas after the first, whatever else binds them. Where replicas may preempt,
+    the memory of pods of lower priority counts as free (preemption may take it back)."""
     share = max(pod.gpu_mem // max(pod.gpu_count, 1), 1)
-    fits = sum(
-        sum((g.total - g.used) // share for g in node.gpus if g.healthy) // max(pod.gpu_count, 1)
-        for node in after.nodes
-    )
+    fits = 0
+    for node in after.nodes:
+        freed: dict[int, int] = {}
+        if preempts:
+            for other in node.bound:
+                if other.priority < pod.priority:
+                    for gpu in node.devices.get(id(other), ()):
+                        freed[gpu.index] = freed.get(gpu.index, 0) + other.per_gpu
+        room = sum((g.total - g.used + freed.get(g.index, 0)) // share for g in node.gpus if g.healthy)
+        fits += room // max(pod.gpu_count, 1)
     return min(fits + 1, MAX_PODS)
 
 
@@ -135,22 +145,24 @@ def headroom_of(
     probe, _ = _replicas(template, kind, name, 1)
     model = build(nodes, existing, pending + probe, semantics, input_unit)
     replica = model.new.pop()  # the fleet as the running and pending pods leave it, before any replica
+    preempts = replica.preempts and profile(semantics).post_filter is not None
     # ResourceQuotas admit the replicas among the other new pods, and a sampled run draws its tie-breaks from one
     # stream as `place` would: one run of them all
     if model.quotas or semantics.tie_seed is not None:
         first = run(replace(model, new=list(model.new)), semantics)
-        bound = _bound(first, replica)
+        bound = _bound(first, replica, preempts)
         replicas, names = _replicas(template, kind, name, bound)
         result = run(build(nodes, existing, pending + replicas, semantics, input_unit), semantics)
     else:  # the replicas placed on the fleet the first run left, read and charged once
         before = run(model, semantics)
-        bound = _bound(before, replica)
+        bound = _bound(before, replica, preempts)
         names = [_name(name, i) for i in range(bound)]
         extra = [_copy(replica, kind, n) for n in names]
-        result = run(Inventory(before.nodes, [], extra), semantics)
+        result = run(Inventory(before.nodes, [], extra, budgets=model.budgets), semantics)
         result.warnings[:0] = before.warnings
     mine = {f"{namespace}/{n}" for n in names}
     placed = [a for a in result.placements if a.key in mine]
+    victims = tuple(v for v in result.preempted if v.by in mine)
     blocked = next((p for p in result.pending if p.key in mine), None)
     landings = Counter((a.node, tuple(i for i, _ in a.gpus)) for a in placed)
     per_gpu = max((units for a in placed for _, units in a.gpus), default=0) or (blocked.per_gpu if blocked else 0)
@@ -171,6 +183,7 @@ def headroom_of(
         largest_free=max((g.total - g.used for n in result.nodes for g in n.gpus if g.healthy), default=0),
         result=result,
         runs=len(sampled) - 1,
+        preempted=victims,
     )
 
 

@@ -6,7 +6,7 @@ from typing import Any, TextIO
 
 from gpushare import jsontext
 from gpushare.domain import kinds
-from gpushare.placement.report import _table, pending_dict
+from gpushare.placement.report import _table, pending_dict, preempted_dict
 from gpushare.planner.defrag import Defrag, Fragmentation, Move, Where
 from gpushare.planner.headroom import Headroom
 from gpushare.planner.pools import Sizing
@@ -24,6 +24,7 @@ def headroom_dict(h: Headroom) -> dict[str, Any]:
         "blocked_by": pending_dict(h.blocked_by) if h.blocked_by is not None else None,
         "stranded": h.stranded,
         "largest_free": h.largest_free,
+        "preempts": [preempted_dict(v) for v in h.preempted],
     }
 
 
@@ -34,6 +35,7 @@ def sizing_dict(s: Sizing) -> dict[str, Any]:
         "cost": s.cost,
         "one_fewer_leaves": [pending_dict(p) for p in s.one_fewer.pending] if s.one_fewer is not None else [],
         "unservable": [pending_dict(p) for p in s.unservable],
+        "preempts": [preempted_dict(v) for v in s.result.preempted],
     }
 
 
@@ -146,6 +148,10 @@ def _sizing_lines(sizings: list[Sizing]) -> list[str]:
             lines.append(f"{s.pool}: with {s.nodes - 1}, {first.key} stays pending: {first.message}")
         for p in s.unservable[:5]:
             lines.append(f"{s.pool}: {p.key} pending however many are added: {p.message}")
+        if s.result.preempted:
+            victims = ", ".join(f"{v.key} (by {v.by})" for v in s.result.preempted[:5])
+            more = f" and {len(s.result.preempted) - 5} more" if len(s.result.preempted) > 5 else ""
+            lines.append(f"{s.pool}: with {s.nodes} added, pending pods still preempt {victims}{more}")
     if len(sizings) > 1:
         lines.append("each pool sized alone, cheapest first (mixes of pools are not searched)")
     return lines
@@ -162,6 +168,9 @@ def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
         if h.landed:
             lines += ["", f"{h.name}: where the {h.more} land (node, GPUs, replicas)"]
             lines += _table([[x.node, ",".join(map(str, x.gpus)), str(x.replicas)] for x in h.landed])
+        if h.preempted:
+            lines += ["", f"{h.name}: its replicas preempt {len(h.preempted)} pods of lower priority (pod, node, by)"]
+            lines += _table([[v.key, v.node, v.by] for v in h.preempted])
     lines += ["", f"GPU memory in units of {unit}; stranded: free on GPUs with less than one replica's share"]
     sampled = max((h.runs for h in answers), default=0)
     if sampled:
