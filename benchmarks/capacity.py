@@ -11,6 +11,11 @@ GPU (memory left in pieces on most GPUs), and pods asking 48 GiB, more than most
 more, left pending (`gpushare.planner.defrag.defragment`: the fleet placed, each pending pod's fewest moves, the
 plan for them all, and its replay from the inputs). Prints the seconds after reading, the pods that fit after
 moves and the plan's length. Target (#35): <= 10 s at 2k nodes, 500 pending.
+
+Then node-pool sizing: the full fleet, 10,000 more pods pending (the Deployments' mix of sizes, a new seed) and three
+pools (8 x 80 GiB at cost 8, 4 x 24 GiB at cost 3, 1 x 24 GiB at cost 1; `gpushare.planner.size`: each pool's
+fewest nodes by bisection over replays, the minimality replay). Prints the seconds after reading and each pool's
+answer. Target (#35): <= 5 s for 10k pending over 3 pools.
 Usage: python benchmarks/capacity.py [--quick]
 """
 
@@ -31,6 +36,7 @@ from gpushare.placement.inputs import build
 from gpushare.placement.run import run
 from gpushare.planner.defrag import defragment
 from gpushare.planner.headroom import headroom_of
+from gpushare.planner.pools import Fleet, read_pool, size
 
 
 def running(nodes: list[Source], pods: int) -> list[Source]:
@@ -74,6 +80,14 @@ def pending(count: int, gib: int) -> list[Source]:
         )
         for i in range(count)
     ]
+
+
+def pool(name: str, gpus: int, gib: int, cost: int) -> Source:
+    capacity = {"aliyun.com/gpu-mem": gpus * gib, "aliyun.com/gpu-count": gpus, "cpu": "192", "memory": "1536Gi"}
+    capacity["pods"] = "512"
+    notes = {"gpushare.io/pool-cost": str(cost)}
+    meta = {"name": name, "labels": {"topology.kubernetes.io/zone": "zone-0"}, "annotations": notes}
+    return Source({"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": {"capacity": capacity}}, "bench")
 
 
 def units(pod: Source) -> int:
@@ -125,6 +139,18 @@ def main() -> int:
         moved = len(found.plan.steps)
         took = len(found.pending) - len(found.plan.still_pending)
         print(f"{nodes:>6} {len(bound):>8} {len(found.pending):>8} {fit:>16} {moved:>11} {took:>6} {elapsed:>8.2f}")
+    print()
+    print(f"{'nodes':>6} {'running':>8} {'pending':>8}  {'answer (pool: nodes, unservable)':<48} {'seconds':>8}")
+    pools = [read_pool(pool("a100", 8, 80, 8)), read_pool(pool("l4x4", 4, 24, 3)), read_pool(pool("a10", 1, 24, 1))]
+    for nodes in (128, 512) if args.quick else (128, 512, 2048):
+        node_docs = fleet(nodes, ack=False)
+        bound = running(node_docs, nodes * 8 * 6)
+        wanted = deployments(10_000, ack=False, seed=23)
+        started = time.perf_counter()
+        answers = size(Fleet(node_docs, bound, wanted, SEARCHED), pools)
+        elapsed = time.perf_counter() - started
+        said = ", ".join(f"{a.pool}: {a.nodes}, {len(a.unservable)}" for a in answers)
+        print(f"{nodes:>6} {len(bound):>8} {10_000:>8}  {said:<48} {elapsed:>8.2f}")
     return 0
 
 

@@ -276,3 +276,17 @@ def test_a_template_of_higher_priority_counts_what_preemption_frees() -> None:
         assert len(result.preempted) == 8
     (plain,) = headroom(nodes, [deployment("calm", 8, 1)], existing=[high, *running], semantics=model)
     assert plain.more == 0 and not plain.preempted
+
+
+def test_a_pool_short_of_room_at_its_max_answers_max() -> None:
+    """Three pods of a whole 24 GiB GPU and a pool of at most 2 one-GPU nodes: 2 nodes, the third pod named,
+    and with one node fewer two stay pending."""
+    from gpushare.kube.documents import from_objects
+    from gpushare.planner import Fleet, read_pool, size
+
+    model = Semantics("upstream", gpu_memory_unit="GiB", scheduler_name="default-scheduler")
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": pod_spec(24)} for i in range(3)]
+    fleet_ = Fleet(from_objects([node("full", 1, 8)], "n"), [], from_objects(pods, "p"), model)
+    (answer,) = size(fleet_, [read_pool(from_objects([pool("a10", 1, 24, **{"gpushare.io/pool-max": "2"})], "x")[0])])
+    assert (answer.nodes, len(answer.unservable)) == (2, 1)
+    assert answer.one_fewer is not None and len(answer.one_fewer.pending) == 2

@@ -4,21 +4,23 @@ A pool is a Node manifest: the node a node pool would add (its labels, taints an
 plugin reports), with an optional `gpushare.io/pool-max` annotation (at most that many nodes) and
 `gpushare.io/pool-cost` (the cost of one node, to choose between pools). Every count is checked by placing the
 whole fleet again with that many copies added, so the answer is the replay's: for each pool, the fewest nodes after
-which no pending pod that pool can serve stays pending (found by bisection over replays, and shown minimal: one node
-fewer leaves a pod pending); pods no pool can serve are named with why. With several pools, each is sized alone
-and the cheapest is chosen (mixes of pools are not searched).
+which no pending pod that pool can serve stays pending (the search starts from a packing estimate and is settled
+by replays; the count is shown minimal: one node fewer leaves a pod pending); pods a pool cannot serve (an empty
+node of it refuses them, or they stay pending with `max` nodes added) are named with why. With several pools,
+each is sized alone and the cheapest is chosen (mixes of pools are not searched).
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
 from gpushare.placement.inputs import build
-from gpushare.placement.model import Semantics
+from gpushare.placement.model import Node, Pod, Semantics
+from gpushare.placement.profiles import profile
 from gpushare.placement.result import Pending, PlacementResult
 from gpushare.placement.run import run
 
@@ -82,45 +84,127 @@ def _copies(pool: Pool, count: int) -> list[Source]:
     return nodes
 
 
-@dataclass(frozen=True)
 class Fleet:
-    """What every replay places: the nodes, running and pending pods as read, and how."""
+    """What every replay places: the nodes, running and pending pods as read, and how. The pods' models are read
+    once; a replay makes the nodes afresh (with the pool's added) and places them all again (but for pending
+    DaemonSets, whose pods depend on the nodes: those replays read everything again)."""
 
-    nodes: list[Source]
-    existing: list[Source]
-    pending: list[Source]
-    semantics: Semantics
-    input_unit: str | None = None
+    def __init__(
+        self,
+        nodes: list[Source],
+        existing: list[Source],
+        pending: list[Source],
+        semantics: Semantics,
+        input_unit: str | None = None,
+    ) -> None:
+        self.nodes, self.existing, self.pending = nodes, existing, pending
+        self.semantics, self.input_unit = semantics, input_unit
+        self.models = build(nodes, existing, pending, semantics, input_unit)
+        self.per_node = any(s.kind == "DaemonSet" for s in pending)
+        self._unhealthy = [s for s in existing + pending if s.kind == "ConfigMap"]
+        self._zero: PlacementResult | None = None
+
+    def nodes_with(self, pool: Pool, count: int) -> list[Node]:
+        """The fleet's nodes made afresh, with `count` nodes of `pool` added."""
+        docs = self.nodes + _copies(pool, count)
+        return build(docs, self._unhealthy, [], self.semantics, self.input_unit).nodes
 
     def with_pool(self, pool: Pool, count: int) -> PlacementResult:
         """The whole fleet placed again with `count` nodes of `pool` added."""
-        model = build(self.nodes + _copies(pool, count), self.existing, self.pending, self.semantics, self.input_unit)
-        return run(model, self.semantics)
+        if count == 0 and self._zero is not None:
+            return self._zero
+        if self.per_node:
+            docs = self.nodes + _copies(pool, count)
+            model = build(docs, self.existing, self.pending, self.semantics, self.input_unit)
+        else:
+            model = replace(self.models, nodes=self.nodes_with(pool, count))
+        result = run(model, self.semantics)
+        if count == 0:
+            self._zero = result
+        return result
+
+    def pending_models(self, result: PlacementResult) -> list[Pod]:
+        """The models of the pods a replay left pending."""
+        keys = {p.key for p in result.pending}
+        return [p for p in self.models.new if p.key in keys]
+
+
+def _estimate(fleet: Fleet, pool: Pool, pods: list[Pod]) -> int:
+    """Nodes of the pool the pods need, packed first-fit by decreasing GPU share on empty pool nodes through the
+    profile's own filters and device choice: where a replay starts its search."""
+    plugins = profile(fleet.semantics)
+    template = fleet.nodes_with(pool, 1)[-1]
+    opened: list[Node] = []
+    for pod in sorted(pods, key=lambda p: (-p.per_gpu * max(p.gpu_count, 1), p.key)):
+        home = next((n for n in opened if plugins.rejection(n, pod) is None), None)
+        if home is None:
+            home = copy.deepcopy(template)
+            opened.append(home)
+        home.add_pod(pod, plugins.gpus.choose_gpus(home, pod))
+    return len(opened)
+
+
+def _never(fleet: Fleet, pool: Pool, pods: list[Pod]) -> set[str]:
+    """The pods an empty node of the pool refuses (its labels, taints, capacity): no count of them serves those."""
+    plugins = profile(fleet.semantics)
+    empty = fleet.nodes_with(pool, 1)[-1]
+    return {p.key for p in pods if plugins.rejection(empty, p) is not None}
 
 
 def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
-    """The fewest nodes of `pool` after which every pending pod it can serve schedules, by bisection over replays."""
+    """The fewest nodes of `pool` after which every pending pod it can serve schedules. The search starts from a
+    packing estimate and is settled by replays: the estimate's, then one fewer (the proof of minimality), doubling
+    up or bisecting down where the replays say so."""
     zero = fleet.with_pool(pool, 0)
     if not zero.pending:
         return Sizing(pool.name, 0, 0.0, zero, None, ())
-    full = fleet.with_pool(pool, pool.max)
-    # pods still pending with `max` nodes added: this pool cannot serve them; the answer is the fewest nodes after
-    # which only those stay pending
-    unservable = {p.key for p in full.pending}
-    if {p.key for p in zero.pending} <= unservable:
-        return Sizing(pool.name, 0, 0.0, zero, None, tuple(full.pending))
-    low, high, best = 1, pool.max, full  # invariant: `high` nodes leave only the unservable pending
-    while low < high:
-        middle = (low + high) // 2
-        replay = fleet.with_pool(pool, middle)
-        if {p.key for p in replay.pending} <= unservable:
-            high, best = middle, replay
-        else:
-            low = middle + 1
-    one_fewer = fleet.with_pool(pool, high - 1)
-    if {p.key for p in one_fewer.pending} <= unservable:  # not monotone here: say the smaller count, replayed
-        return Sizing(pool.name, high - 1, (high - 1) * pool.cost, one_fewer, None, tuple(full.pending))
-    return Sizing(pool.name, high, high * pool.cost, best, one_fewer, tuple(full.pending))
+    waiting = fleet.pending_models(zero)
+    refused = _never(fleet, pool, waiting)
+    servable = [p for p in waiting if p.key not in refused]
+    if not servable:
+        return Sizing(pool.name, 0, 0.0, zero, None, _unservable(zero, refused))
+    tried: dict[int, PlacementResult] = {0: zero}
+
+    def replay(count: int) -> PlacementResult:
+        if count not in tried:
+            tried[count] = fleet.with_pool(pool, count)
+        return tried[count]
+
+    def enough(count: int) -> bool:
+        return {p.key for p in replay(count).pending} <= refused
+
+    high = min(max(1, _estimate(fleet, pool, servable)), pool.max)
+    while not enough(high):  # short of the estimate: double (at most `max`)
+        if high == pool.max:  # what stays pending with `max` added is named, as the pool does not serve it
+            refused |= {p.key for p in replay(high).pending}
+            if high > 1 and len(replay(high - 1).pending) > len(replay(high).pending):
+                # each node still helps: `max` is the answer, short of room (one fewer leaves more pending)
+                return Sizing(
+                    pool.name,
+                    high,
+                    high * pool.cost,
+                    replay(high),
+                    replay(high - 1),
+                    _unservable(replay(high), refused),
+                )
+            break
+        high = min(high * 2, pool.max)
+    if high > 1 and enough(high - 1):  # the estimate was generous: bisect below it
+        low, high = 1, high - 1
+        while low < high:
+            middle = (low + high) // 2
+            if enough(middle):
+                high = middle
+            else:
+                low = middle + 1
+    while high > 0 and enough(high - 1):  # replays need not be monotone: the count shown is one whose one fewer fails
+        high -= 1
+    one_fewer = replay(high - 1) if high else None
+    return Sizing(pool.name, high, high * pool.cost, replay(high), one_fewer, _unservable(replay(high), refused))
+
+
+def _unservable(result: PlacementResult, refused: set[str]) -> tuple[Pending, ...]:
+    return tuple(p for p in result.pending if p.key in refused)
 
 
 def size(fleet: Fleet, pools: list[Pool]) -> list[Sizing]:

@@ -147,7 +147,7 @@ def _sizing_lines(sizings: list[Sizing]) -> list[str]:
             first = s.one_fewer.pending[0]
             lines.append(f"{s.pool}: with {s.nodes - 1}, {first.key} stays pending: {first.message}")
         for p in s.unservable[:5]:
-            lines.append(f"{s.pool}: {p.key} pending however many are added: {p.message}")
+            lines.append(f"{s.pool}: {p.key} stays pending with {s.nodes} added: {p.message}")
         if s.result.preempted:
             victims = ", ".join(f"{v.key} (by {v.by})" for v in s.result.preempted[:5])
             more = f" and {len(s.result.preempted) - 5} more" if len(s.result.preempted) > 5 else ""
