@@ -290,3 +290,15 @@ def test_a_pool_short_of_room_at_its_max_answers_max() -> None:
     (answer,) = size(fleet_, [read_pool(from_objects([pool("a10", 1, 24, **{"gpushare.io/pool-max": "2"})], "x")[0])])
     assert (answer.nodes, len(answer.unservable)) == (2, 1)
     assert answer.one_fewer is not None and len(answer.one_fewer.pending) == 2
+
+
+def test_pools_sized_for_a_templates_replicas_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing pending, a template asking 5 more replicas of a whole 24 GiB GPU, a pool of one-GPU nodes: 5."""
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(node("full", 1, 8)))
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump(deployment("web", 24, 5)))
+    (tmp_path / "pool.yaml").write_text(yaml.safe_dump(pool("a10", 1, 24)))
+    args = ["capacity", "--nodes", str(tmp_path / "nodes.yaml"), "--template", str(tmp_path / "web.yaml")]
+    assert main([*args, "--pool", str(tmp_path / "pool.yaml"), "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["templates"][0]["more"] == 0
+    assert (doc["add"][0]["nodes"], len(doc["add"][0]["one_fewer_leaves"])) == (5, 1)

@@ -24,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         default=[],
         metavar="FILE",
         help="a Node manifest per node pool (annotations gpushare.io/pool-max and gpushare.io/pool-cost optional): "
-        "how many of its nodes to add for the pending workloads to schedule (repeatable; each pool sized alone)",
+        "how many of its nodes to add for the pending workloads, and each --template's spec.replicas more, to "
+        "schedule (repeatable; each pool sized alone)",
     )
     p.add_argument(
         "--template",
@@ -94,8 +95,12 @@ def main(args: argparse.Namespace) -> int:
     answers = [
         headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit, args.runs) for t in templates
     ]
-    fleet = Fleet(inputs.nodes, inputs.existing, pending, semantics, req.input_unit)
-    sizings = size(fleet, pools) if pools else []
+    # with templates, the pools are sized for their replicas too (spec.replicas of each: the N more wanted)
+    sizings = (
+        size(Fleet(inputs.nodes, inputs.existing, pending + templates, semantics, req.input_unit), pools)
+        if pools
+        else []
+    )
     served = [(s.pool, {p.key for p in s.unservable}) for s in sizings]
     defrag = (
         defragment(inputs.nodes, inputs.existing, pending, semantics, req.input_unit, args.max_moves, served)
