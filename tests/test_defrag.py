@@ -238,3 +238,14 @@ def test_make_room_from_python(tmp_path: Path) -> None:
     answer = make_room(read["nodes"], pods=read["pending"], existing=read["running"])
     assert [(f.name, f.moves is not None) for f in answer.pending] == [("p", True), ("q", True), ("r", False)]
     assert [(s.move.pod, s.bound) for s in answer.plan.steps] == [("ml/c", (("ml/p", "n1"),))]
+
+
+def test_the_picture_of_fragmentation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    picture = tmp_path / "capacity.svg"
+    assert main(["capacity", *hand_fleet(tmp_path), "--plot", str(picture)]) == 0
+    text = picture.read_text()
+    assert "Free memory per GPU (unit 1GiB): usable by a 12-unit request, or stranded" in text
+    assert f"wrote {picture}" in capsys.readouterr().err
+    (tmp_path / "mine.txt").write_text("the user's")
+    assert main(["capacity", *hand_fleet(tmp_path), "--plot", str(tmp_path / "mine.txt")]) == 2
+    assert (tmp_path / "mine.txt").read_text() == "the user's" and "--plot" in capsys.readouterr().err

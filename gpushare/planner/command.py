@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from gpushare.errors import InputError
 from gpushare.kube.documents import read_paths
 from gpushare.kube.workloads import WORKLOAD_KINDS
 from gpushare.placement import command as placement
+from gpushare.placement.inputs import build
+from gpushare.placement.plot import plot_target
+from gpushare.placement.run import run
 from gpushare.planner import report
 from gpushare.planner.defrag import MAX_MOVES, defragment
 from gpushare.planner.headroom import headroom_of
+from gpushare.planner.plot import write_capacity_plot
 from gpushare.planner.pools import Fleet, read_pool, size
 from gpushare.progress import wanted
 
@@ -37,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     )
     p.add_argument(
         "--runs",
-        type=_runs,
+        type=_whole("--runs", 1000),
         default=0,
         metavar="K",
         help="also place each template's replicas K times with random tie-breaks, as kube-scheduler picks among "
@@ -45,8 +50,14 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         "ACK's node order has no ties)",
     )
     p.add_argument(
+        "--plot",
+        metavar="FILE.png|FILE.svg",
+        help="write a picture: fragmentation per GPU (free memory a request of the smallest share asked can use, "
+        "or stranded), and replicas more per template and nodes per pool",
+    )
+    p.add_argument(
         "--max-moves",
-        type=_moves,
+        type=_whole("--max-moves", 64),
         default=MAX_MOVES,
         metavar="N",
         help=f"moves of running pods searched at most for one pending pod (default {MAX_MOVES}; 0: report "
@@ -54,24 +65,16 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     )
 
 
-def _runs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"--runs {text!r}: expected a whole number from 0 to 1000")
-    return value
+def _whole(flag: str, most: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from 0 to `most`, refused in one line naming the flag."""
 
+    def read(text: str) -> int:
+        value = int(text) if text.isdigit() else -1
+        if not 0 <= value <= most:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected a whole number from 0 to {most}")
+        return value
 
-def _moves(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 64:
-        raise argparse.ArgumentTypeError(f"--max-moves {text!r}: expected a whole number from 0 to 64")
-    return value
+    return read
 
 
 def main(args: argparse.Namespace) -> int:
@@ -81,6 +84,8 @@ def main(args: argparse.Namespace) -> int:
             None,
             "a pod template to count, a node pool to size, or pending workloads to make room for",
         )
+    if args.plot:
+        plot_target(args.plot)  # a name it cannot take, or a file of the user's there: refused before any work
     req = placement.request_of(args)
     # the templates and pools first: a mistake in them is said before the fleet is read
     templates = read_paths(args.template, show_progress=wanted(args.quiet))
@@ -108,6 +113,11 @@ def main(args: argparse.Namespace) -> int:
         else None
     )
     report.write(answers, sizings, defrag, semantics.gpu_memory_unit, req.output, sys.stdout)
+    if args.plot:
+        state = run(build(inputs.nodes, inputs.existing, pending, semantics, req.input_unit), semantics)
+        shares = [h.per_gpu for h in answers if h.per_gpu] + [p.per_gpu for p in state.pending if p.per_gpu]
+        written = write_capacity_plot(state, min(shares, default=0), answers, sizings, args.plot)
+        print(f"gpushare: wrote {written}", file=sys.stderr)
     for note in [*notes, *inputs.notes]:
         print(f"gpushare: note: {note}", file=sys.stderr)
     return 0
