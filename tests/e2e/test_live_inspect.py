@@ -49,8 +49,15 @@ def test_inspect_and_place_from_a_live_cluster(cluster: ControlPlane, tmp_path: 
     live = gpushare("inspect", "--kubeconfig", str(cluster.kubeconfig))
     assert live.returncode == 0, live.stderr
     rows = {line.split()[0]: line.split() for line in live.stdout.splitlines()[1:3]}
-    assert rows["live-a"][2:] == ["0/15", "6/15", "6/30"]
-    assert rows["live-b"][2:] == ["8/8", "0/8", "3/8", "0/8(unhealthy)", "11/32"]
+    assert rows["live-a"][2:] == ["0/15", "6/15", "6/30", "24(15)"]  # the last: free (largest on one GPU)
+    assert rows["live-b"][2:] == [
+        "8/8",
+        "0/8",
+        "3/8",
+        "0/8(unhealthy)",
+        "11/32",
+        "13(8)",
+    ]  # unhealthy GPU 3 counts no free memory
     assert live.stdout.splitlines()[-1] == "17/62 (27%)"
 
     # the same objects as files give the same answer, and a workload lands where the file run says
