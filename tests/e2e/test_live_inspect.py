@@ -58,7 +58,7 @@ def test_inspect_and_place_from_a_live_cluster(cluster: ControlPlane, tmp_path: 
         "11/32",
         "13(8)",
     ]  # unhealthy GPU 3 counts no free memory
-    assert live.stdout.splitlines()[-1] == "17/62 (27%)"
+    assert live.stdout.splitlines()[-2:] == ["17/62 (27%)", "Free GPU Memory In Cluster: 37, at most 15 on one GPU"]
 
     # the same objects as files give the same answer, and a workload lands where the file run says
     dump = tmp_path / "cluster.yaml"
