@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import io
 from pathlib import Path
+from typing import Any
 
 from gpushare import output
 from gpushare.errors import InputError, MissingDependency
@@ -40,15 +41,7 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = MAX_N
     """PNG or SVG by the file's suffix, written atomically and sealed as gpushare's (`gpushare.output`). Unhealthy
     GPUs are hatched grey; fleets over `max_nodes` show the first ones."""
     path = plot_target(path)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable, selectable
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Patch, Rectangle
-    except ImportError:
-        raise _NO_MATPLOTLIB from None
+    plt, Patch, Rectangle = pyplot()
     nodes = [n for n in result.nodes if n.gpus][:max_nodes]
     width = max((len(n.gpus) for n in nodes), default=1)
     height = max(len(nodes), 1)
@@ -82,19 +75,45 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = MAX_N
         Patch(facecolor=UNHEALTHY, hatch="//", edgecolor="#888888", label="unhealthy GPU"),
     ]
     figure.legend(handles=legend, loc="lower center", ncol=4, fontsize=7, frameon=False)
-    axes.set_xlim(0, width)
-    axes.set_ylim(height, 0)
-    axes.set_xticks([i + 0.47 for i in range(width)], [f"GPU{i}" for i in range(width)], fontsize=8)
-    axes.set_yticks([i + 0.45 for i in range(len(nodes))], [n.name for n in nodes], fontsize=7 if height <= 60 else 4)
+    frame_grid(axes, [n.name for n in nodes], width)
     s = result.semantics
     axes.set_title(
         f"GPU memory allocated per GPU ({s.name}, {s.placement}, unit {s.gpu_memory_unit}): used/total\n"
         f"{len(result.placements)} placed, {len(result.pending)} pending",
         fontsize=9,
     )
+    return save(plt, figure, path)
+
+
+def pyplot() -> tuple[Any, Any, Any]:
+    """matplotlib's pyplot, Patch and Rectangle, drawing to files only; its absence said in one line."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable, selectable
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch, Rectangle
+    except ImportError:
+        raise _NO_MATPLOTLIB from None
+    return plt, Patch, Rectangle
+
+
+def frame_grid(axes: Any, names: list[str], width: int) -> None:
+    """A grid of one row per node and one column per GPU: its limits, labels and frame."""
+    height = max(len(names), 1)
+    axes.set_xlim(0, width)
+    axes.set_ylim(height, 0)
+    axes.set_xticks([i + 0.47 for i in range(width)], [f"GPU{i}" for i in range(width)], fontsize=8)
+    axes.set_yticks([i + 0.45 for i in range(len(names))], names, fontsize=7 if height <= 60 else 4)
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
-    figure.tight_layout(rect=(0, 0.07, 1, 1))  # room for the legend below
+
+
+def save(plt: Any, figure: Any, path: Path) -> Path:
+    """The figure written to `path` atomically and sealed as gpushare's (`gpushare.output`), room kept for the
+    legend below."""
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     picture = io.BytesIO()
     figure.savefig(picture, format=path.suffix.lower()[1:])
     plt.close(figure)

@@ -3,11 +3,9 @@ or stranded), and beside it the answers: replicas more per template, nodes to ad
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
-from gpushare import output
-from gpushare.placement.plot import _NO_MATPLOTLIB, FLAG, FREE, MAX_NODES, RUNNING, UNHEALTHY, plot_target
+from gpushare.placement.plot import FREE, MAX_NODES, RUNNING, UNHEALTHY, frame_grid, plot_target, pyplot, save
 from gpushare.placement.result import PlacementResult
 from gpushare.planner.headroom import Headroom
 from gpushare.planner.pools import Sizing
@@ -27,15 +25,7 @@ def write_capacity_plot(
     """The fleet as the running and pending pods leave it, each GPU's free memory coloured by whether `share`
     units fit in it; a second panel with each template's replicas more and each pool's nodes to add."""
     path = plot_target(path)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        matplotlib.rcParams["svg.fonttype"] = "none"
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Patch, Rectangle
-    except ImportError:
-        raise _NO_MATPLOTLIB from None
+    plt, Patch, Rectangle = pyplot()
     nodes = [n for n in fleet.nodes if n.gpus][:max_nodes]
     width = max((len(n.gpus) for n in nodes), default=1)
     height = max(len(nodes), 1)
@@ -68,10 +58,7 @@ def write_capacity_plot(
             if width <= 16 and height <= 60:
                 grid.add_patch(Rectangle((x, y), 0.95, 0.9, fill=False, edgecolor="#cbd5e0", linewidth=0.5))
                 grid.text(x + 0.47, y + 0.45, f"{free} free", ha="center", va="center", fontsize=7)
-    grid.set_xlim(0, width)
-    grid.set_ylim(height, 0)
-    grid.set_xticks([i + 0.47 for i in range(width)], [f"GPU{i}" for i in range(width)], fontsize=8)
-    grid.set_yticks([i + 0.45 for i in range(len(nodes))], [n.name for n in nodes], fontsize=7 if height <= 60 else 4)
+    frame_grid(grid, [n.name for n in nodes], width)
     unit = fleet.semantics.gpu_memory_unit
     grid.set_title(f"Free memory per GPU (unit {unit}): usable by a {share}-unit request, or stranded", fontsize=9)
     legend = [
@@ -103,10 +90,4 @@ def write_capacity_plot(
         bars.xaxis.get_major_locator().set_params(integer=True)
         for side in ("top", "right"):
             bars.spines[side].set_visible(False)
-    for side in ("top", "right"):
-        grid.spines[side].set_visible(False)
-    figure.tight_layout(rect=(0, 0.07, 1, 1))
-    picture = io.BytesIO()
-    figure.savefig(picture, format=path.suffix.lower()[1:])
-    plt.close(figure)
-    return output.write_file(path, picture.getvalue(), field=FLAG, force_flag=None).target
+    return save(plt, figure, path)
