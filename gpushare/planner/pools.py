@@ -72,7 +72,8 @@ def read_pool(src: Source) -> Pool:
     return Pool(name, src, most, cost)
 
 
-def _copies(pool: Pool, count: int) -> list[Source]:
+def copies(pool: Pool, count: int) -> list[Source]:
+    """The Node manifests of `count` nodes of the pool, named `<pool>-new-<i>`, as a replay adds them."""
     nodes = []
     for i in range(count):
         obj = copy.deepcopy(pool.node.obj)
@@ -106,7 +107,7 @@ class Fleet:
 
     def nodes_with(self, pool: Pool, count: int) -> list[Node]:
         """The fleet's nodes made afresh, with `count` nodes of `pool` added."""
-        docs = self.nodes + _copies(pool, count)
+        docs = self.nodes + copies(pool, count)
         return build(docs, self._unhealthy, [], self.semantics, self.input_unit).nodes
 
     def with_pool(self, pool: Pool, count: int) -> PlacementResult:
@@ -114,7 +115,7 @@ class Fleet:
         if count == 0 and self._zero is not None:
             return self._zero
         if self.per_node:
-            docs = self.nodes + _copies(pool, count)
+            docs = self.nodes + copies(pool, count)
             model = build(docs, self.existing, self.pending, self.semantics, self.input_unit)
         else:
             model = replace(self.models, nodes=self.nodes_with(pool, count))

@@ -70,6 +70,10 @@ class StandIn:
     calls: list[tuple[str, str]] = field(default_factory=list)  # (verb, pod)
     errors: list[str] = field(default_factory=list)  # what a verb failed on, for the test to show
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Binds one at a time, as the extender allocates a device under its node's lock and records the pod in its
+    #: cache before answering: a bind running beside another would not see its device taken (the pod's nodeName
+    #: is set only by the Binding, after the annotations).
+    binding: threading.Lock = field(default_factory=threading.Lock)
     offered: dict[str, set[str]] = field(default_factory=dict)  # settle probe -> nodes kube-scheduler offered it
     #: pod -> the nodes of each filter call, in the order kube-scheduler lists them (its filters' finishing order)
     filtered: dict[str, list[list[str]]] = field(default_factory=dict)
@@ -150,6 +154,10 @@ class StandIn:
             # deleted while kube-scheduler was binding it (a test clearing its scenario): the bind fails, as the
             # extender's would, and the test has nothing to learn from it
             return {"Error": f"pod {namespace}/{name} not found"}
+        with self.binding:
+            return self._bind(pod, namespace, name, node, args.get("PodUID"))
+
+    def _bind(self, pod: dict[str, Any], namespace: str, name: str, node: str, uid: Any) -> dict[str, Any]:
         request = pod_request(pod)
         index = self.choose(node, request) if request > 0 else None  # allocateGPUID looks only for a request > 0
         if index is None:
@@ -174,7 +182,7 @@ class StandIn:
         binding = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace, "uid": args.get("PodUID")},
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         # the API answers a Binding with a Status the generated client cannot read: take the response as it is

@@ -1,0 +1,78 @@
+"""Node-pool sizing from `gpushare capacity --pool` proven on the real kube-scheduler + the stand-in extender: the
+pending pods are created and seen unschedulable, then the pool's nodes join as the answer says (named and labelled
+as the replay named them). With one node fewer the pods the replay left pending stay so; with the answer's last
+node every pod binds (kube-scheduler retries them as nodes join). Each pod asks more than half of one of the pool's
+GPUs, so how many a node holds is a fact of memory, not of which tied node the scheduler picks."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import pytest
+from differential import Scenario
+from kube import gpu_node
+from test_capacity_real import replica
+from test_defrag_real import bound_to
+from test_differential import create, delete, outcome, scheduler  # noqa: F401  (the fixture, by its name)
+
+from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.kube.documents import Source, from_objects
+from gpushare.placement import Semantics
+from gpushare.planner.pools import Fleet, copies, read_pool, size_pool
+
+pytestmark = pytest.mark.e2e
+
+
+def add_node(core: Any, node: dict[str, Any]) -> None:
+    """A node joining as a node pool adds it: created, its status reported, and ready (the API server's admission
+    taints a new node not-ready; with no node controller here, the taint is lifted as the controller would)."""
+    core.create_node({k: v for k, v in node.items() if k != "status"} | {"spec": {}})
+    core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
+    core.patch_node(node["metadata"]["name"], {"spec": {"taints": None}})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_pool_nodes_the_answer_names_bind_every_pod(cluster: Any, scheduler: Any, seed: int) -> None:  # noqa: F811
+    core, apps, log, standin = scheduler
+    rng = random.Random(seed)
+    case = Scenario(seed=seed)
+    small, status = gpu_node(f"z{seed}-small", 1, 8)
+    case.nodes.append({**small, "spec": {}, **status})
+    pool_node, pool_status = gpu_node(f"z{seed}-pool", 2, 24)
+    pool = read_pool(Source({**pool_node, **pool_status}, "pool.yaml"))
+    pending = [replica(f"big{i}", rng.randint(13, 20)) for i in range(rng.randint(3, 6))]
+    semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(cluster.minor))
+    fleet = Fleet(from_objects(case.nodes, "nodes"), [], from_objects(pending, "pods"), semantics)
+    answer = size_pool(fleet, pool)
+    assert answer.nodes == (len(pending) + 1) // 2 and not answer.unservable and not answer.result.pending
+    assert answer.one_fewer is not None
+    left = {p.key for p in answer.one_fewer.pending}
+    assert len(left) == len(pending) - 2 * (answer.nodes - 1)
+    made = [{**c.obj, "spec": {}, **pool_status} for c in copies(pool, answer.nodes)]
+    create(core, apps, case, standin, log)
+    try:
+        for pod in pending:  # no node takes them yet
+            core.create_namespaced_pod("default", pod)
+            assert outcome(core, pod["metadata"]["name"], log) is None
+        for node in made[:-1]:  # one node fewer than the answer: the pods the replay left pending stay so
+            add_node(core, node)
+            case.nodes.append(node)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(unbound(core, pending)) > len(left):
+            time.sleep(0.2)
+        time.sleep(3)  # any other pod would have bound by now (the queue's backoff is at most 10 s)
+        assert len(unbound(core, pending)) == len(left), (seed, unbound(core, pending), left)
+        add_node(core, made[-1])  # the answer's last node: every pod binds
+        case.nodes.append(made[-1])
+        for pod in pending:
+            assert bound_to(core, pod["metadata"]["name"]) is not None, (seed, pod["metadata"]["name"])
+    finally:
+        case.pods = pending
+        delete(core, apps, case)
+
+
+def unbound(core: Any, pods: list[dict[str, Any]]) -> list[str]:
+    names = [p["metadata"]["name"] for p in pods]
+    return [n for n in names if not core.read_namespaced_pod(n, "default").spec.node_name]
