@@ -132,17 +132,24 @@ class Fleet:
 
 def _estimate(fleet: Fleet, pool: Pool, pods: list[Pod]) -> int:
     """Nodes of the pool the pods need, packed first-fit by decreasing GPU share on empty pool nodes through the
-    profile's own filters and device choice: where a replay starts its search."""
+    profile's own filters and device choice: where a replay starts its search. A node no longer holding the
+    smallest share left is closed, so the packing stays short however many nodes it opens."""
     plugins = profile(fleet.semantics)
     template = fleet.nodes_with(pool, 1)[-1]
-    opened: list[Node] = []
-    for pod in sorted(pods, key=lambda p: (-p.per_gpu * max(p.gpu_count, 1), p.key)):
-        home = next((n for n in opened if plugins.rejection(n, pod) is None), None)
+    ordered = sorted(pods, key=lambda p: (-p.per_gpu * max(p.gpu_count, 1), p.key))
+    least = min((p.per_gpu for p in ordered), default=0)
+    opened = 0
+    open_nodes: list[Node] = []
+    for pod in ordered:
+        home = next((n for n in open_nodes if n.room >= pod.per_gpu and plugins.rejection(n, pod) is None), None)
         if home is None:
             home = copy.deepcopy(template)
-            opened.append(home)
+            open_nodes.append(home)
+            opened += 1
         home.add_pod(pod, plugins.gpus.choose_gpus(home, pod))
-    return len(opened)
+        if home.room < least:
+            open_nodes.remove(home)
+    return opened
 
 
 def _never(fleet: Fleet, pool: Pool, pods: list[Pod]) -> set[str]:
@@ -174,8 +181,8 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
     def enough(count: int) -> bool:
         return {p.key for p in replay(count).pending} <= refused
 
-    high = min(max(1, _estimate(fleet, pool, servable)), pool.max)
-    while not enough(high):  # short of the estimate: double (at most `max`)
+    low, high = 0, min(max(1, _estimate(fleet, pool, servable)), pool.max)  # `low` leaves pods pending
+    while not enough(high):  # short of the estimate: add what the pods still pending need (at most `max`)
         if high == pool.max:  # what stays pending with `max` added is named, as the pool does not serve it
             refused |= {p.key for p in replay(high).pending}
             if high > 1 and len(replay(high - 1).pending) > len(replay(high).pending):
@@ -189,15 +196,18 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
                     _unservable(replay(high), refused),
                 )
             break
-        high = min(high * 2, pool.max)
-    if high > 1 and enough(high - 1):  # the estimate was generous: bisect below it
-        low, high = 1, high - 1
-        while low < high:
-            middle = (low + high) // 2
-            if enough(middle):
-                high = middle
-            else:
-                low = middle + 1
+        low, more = high, _estimate(fleet, pool, fleet.pending_models(replay(high)))
+        high = min(high + max(1, more), pool.max)
+    step = 1
+    while high - step > low and enough(high - step):  # generous: walk down in growing steps to a failing count
+        high, step = high - step, step * 2
+    low = max(low, high - step)
+    while high - low > 1:  # then bisect between the failing count and the enough one
+        middle = (low + high) // 2
+        if enough(middle):
+            high = middle
+        else:
+            low = middle
     while high > 0 and enough(high - 1):  # replays need not be monotone: the count shown is one whose one fewer fails
         high -= 1
     one_fewer = replay(high - 1) if high else None
