@@ -53,10 +53,8 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = MAX_N
     for row, node in enumerate(nodes):
         for gpu in node.gpus:
             x, y = gpu.index, row
-            axes.add_patch(Rectangle((x, y), 0.95, 0.9, facecolor=FREE, edgecolor="#cbd5e0", linewidth=0.5))
-            if not gpu.healthy:
-                axes.add_patch(Rectangle((x, y), 0.95, 0.9, facecolor=UNHEALTHY, hatch="//", edgecolor="#888888"))
-            elif gpu.total:
+            cell(axes, Rectangle, x, y, gpu.healthy)
+            if gpu.healthy and gpu.total:
                 new = min(placed.get((node.name, gpu.index), 0), gpu.used)
                 running = min(gpu.used - new, gpu.total)
                 new = min(new, gpu.total - running)
@@ -97,6 +95,13 @@ def pyplot() -> tuple[Any, Any, Any]:
     except ImportError:
         raise _NO_MATPLOTLIB from None
     return plt, Patch, Rectangle
+
+
+def cell(axes: Any, rectangle: Any, x: int, y: int, healthy: bool) -> None:
+    """A GPU's cell: free (its use is drawn over it), or hatched grey when the GPU is unhealthy."""
+    axes.add_patch(rectangle((x, y), 0.95, 0.9, facecolor=FREE, edgecolor="#cbd5e0", linewidth=0.5))
+    if not healthy:
+        axes.add_patch(rectangle((x, y), 0.95, 0.9, facecolor=UNHEALTHY, hatch="//", edgecolor="#888888"))
 
 
 def frame_grid(axes: Any, names: list[str], width: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpushare.placement.plot import FREE, MAX_NODES, RUNNING, UNHEALTHY, frame_grid, plot_target, pyplot, save
+from gpushare.placement.plot import MAX_NODES, RUNNING, UNHEALTHY, cell, frame_grid, plot_target, pyplot, save
 from gpushare.placement.result import PlacementResult
 from gpushare.planner.headroom import Headroom
 from gpushare.planner.pools import Sizing
@@ -41,11 +41,8 @@ def write_capacity_plot(
     for row, node in enumerate(nodes):
         for gpu in node.gpus:
             x, y = gpu.index, row
-            grid.add_patch(Rectangle((x, y), 0.95, 0.9, facecolor=FREE, edgecolor="#cbd5e0", linewidth=0.5))
-            if not gpu.healthy:
-                grid.add_patch(Rectangle((x, y), 0.95, 0.9, facecolor=UNHEALTHY, hatch="//", edgecolor="#888888"))
-                continue
-            if not gpu.total:
+            cell(grid, Rectangle, x, y, gpu.healthy)
+            if not gpu.healthy or not gpu.total:
                 continue
             used = min(gpu.used, gpu.total)
             free = gpu.total - used
