@@ -61,6 +61,8 @@ class Headroom:
     runs: int = 0
     #: Pods of lower priority the replicas preempt to fit (DefaultPreemption), each with the replica it made room for.
     preempted: tuple[Preempted, ...] = ()
+    #: GPU nodes where no GPU has a replica's share free after the last replica (the per-GPU words for the next one).
+    short_nodes: int = 0
 
 
 def _template(src: Source) -> tuple[str, str, str]:
@@ -184,6 +186,7 @@ def headroom_of(
         result=result,
         runs=len(sampled) - 1,
         preempted=victims,
+        short_nodes=sum(1 for n in result.nodes if n.gpus and max((g.free for g in n.gpus), default=0) < per_gpu),
     )
 
 

@@ -25,6 +25,7 @@ def headroom_dict(h: Headroom) -> dict[str, Any]:
         "stranded": h.stranded,
         "largest_free": h.largest_free,
         "preempts": [preempted_dict(v) for v in h.preempted],
+        "short_nodes": h.short_nodes,
     }
 
 
@@ -165,6 +166,12 @@ def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
         rows.append([h.name, more, str(h.per_gpu), str(h.largest_free), str(h.stranded), why])
     lines = _table(rows)
     for h in answers:
+        if h.blocked_by is not None and h.per_gpu:
+            lines += [
+                "",
+                f"{h.name}: the next replica asks {h.per_gpu} on one GPU; the largest free is {h.largest_free}"
+                f" ({h.short_nodes} GPU nodes have none that large)",
+            ]
         if h.landed:
             lines += ["", f"{h.name}: where the {h.more} land (node, GPUs, replicas)"]
             lines += _table([[x.node, ",".join(map(str, x.gpus)), str(x.replicas)] for x in h.landed])
