@@ -286,9 +286,12 @@ def test_a_pool_short_of_room_at_its_max_answers_max() -> None:
 
     model = Semantics("upstream", gpu_memory_unit="GiB", scheduler_name="default-scheduler")
     pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": pod_spec(24)} for i in range(3)]
-    fleet_ = Fleet(from_objects([node("full", 1, 8)], "n"), [], from_objects(pods, "p"), model)
+    said: list[str] = []
+    fleet_ = Fleet(from_objects([node("full", 1, 8)], "n"), [], from_objects(pods, "p"), model, said=said.append)
     (answer,) = size(fleet_, [read_pool(from_objects([pool("a10", 1, 24, **{"gpushare.io/pool-max": "2"})], "x")[0])])
     assert (answer.nodes, len(answer.unservable)) == (2, 1)
+    # each replay is told before it runs (the terminal's status line)
+    assert said[0] == "pool a10: placing the fleet again with 0 of its nodes added" and len(said) >= 3
     assert answer.one_fewer is not None and len(answer.one_fewer.pending) == 2
 
 

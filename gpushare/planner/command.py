@@ -77,6 +77,11 @@ def _whole(flag: str, most: int) -> Callable[[str], int]:
     return read
 
 
+def _status_line(text: str) -> None:
+    """One line on the terminal, rewritten in place: what the long sizing is doing now."""
+    print(f"\r\x1b[Kgpushare: {text}", end="", file=sys.stderr, flush=True)
+
+
 def main(args: argparse.Namespace) -> int:
     if not args.template and not args.pool and not args.workloads:
         raise InputError(
@@ -100,12 +105,14 @@ def main(args: argparse.Namespace) -> int:
     answers = [
         headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit, args.runs) for t in templates
     ]
+    said = _status_line if wanted(args.quiet) else None
     # with templates, the pools are sized for their replicas too (spec.replicas of each: the N more wanted)
-    sizings = (
-        size(Fleet(inputs.nodes, inputs.existing, pending + templates, semantics, req.input_unit), pools)
-        if pools
-        else []
+    fleet = (
+        Fleet(inputs.nodes, inputs.existing, pending + templates, semantics, req.input_unit, said) if pools else None
     )
+    sizings = size(fleet, pools) if fleet is not None else []
+    if said is not None and fleet is not None:
+        print("\r\x1b[K", end="", file=sys.stderr)  # the status line cleared before the answer
     served = [(s.pool, {p.key for p in s.unservable}) for s in sizings]
     defrag = (
         defragment(inputs.nodes, inputs.existing, pending, semantics, req.input_unit, args.max_moves, served)

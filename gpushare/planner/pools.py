@@ -13,6 +13,7 @@ each is sized alone and the cheapest is chosen (mixes of pools are not searched)
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gpushare.errors import InputError
@@ -97,8 +98,11 @@ class Fleet:
         pending: list[Source],
         semantics: Semantics,
         input_unit: str | None = None,
+        said: Callable[[str], None] | None = None,
     ) -> None:
         self.nodes, self.existing, self.pending = nodes, existing, pending
+        #: Told of each replay before it runs (a terminal's progress line: sizing can take minutes).
+        self.said = said
         self.semantics, self.input_unit = semantics, input_unit
         self.models = build(nodes, existing, pending, semantics, input_unit)
         self.per_node = any(s.kind == "DaemonSet" for s in pending)
@@ -114,6 +118,8 @@ class Fleet:
         """The whole fleet placed again with `count` nodes of `pool` added."""
         if count == 0 and self._zero is not None:
             return self._zero
+        if self.said is not None:
+            self.said(f"pool {pool.name}: placing the fleet again with {count} of its nodes added")
         if self.per_node:
             docs = self.nodes + copies(pool, count)
             model = build(docs, self.existing, self.pending, self.semantics, self.input_unit)
