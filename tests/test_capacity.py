@@ -203,6 +203,9 @@ def test_capacity_sizes_pools_from_the_command_line(tmp_path: Path, capsys: pyte
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(pool("x", 1, 8, **{"gpushare.io/pool-max": "0"})))
     assert main([*args, "--pool", str(tmp_path / "bad.yaml")]) == 2
     assert "gpushare.io/pool-max" in capsys.readouterr().err
+    (tmp_path / "nan.yaml").write_text(yaml.safe_dump(pool("x", 1, 8, **{"gpushare.io/pool-cost": "nan"})))
+    assert main([*args, "--pool", str(tmp_path / "nan.yaml")]) == 2
+    assert "a finite cost of 0 or more" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("seed", [4, 5, 13, 17, 26])
@@ -237,9 +240,11 @@ def test_runs_in_the_table_and_refused_out_of_range(tmp_path: Path, capsys: pyte
     out = capsys.readouterr().out
     assert out.splitlines()[1].split()[:2] == ["Deployment/ml/serve", "2"] and "(2-4)" in out
     assert "over 5 runs with random tie-breaks" in out
-    with pytest.raises(SystemExit) as exited:
-        main([*args, "--runs", "1001"])
-    assert exited.value.code == 2 and "--runs '1001': expected a whole number from 0 to 1000" in capsys.readouterr().err
+    for bad in ("1001", "1e3", "\u00b2"):  # too many, not written whole, a digit int() refuses
+        with pytest.raises(SystemExit) as exited:
+            main([*args, "--runs", bad])
+        said = capsys.readouterr().err
+        assert exited.value.code == 2 and f"--runs {bad!r}: expected a whole number from 0 to 1000" in said
 
 
 def test_a_template_of_higher_priority_counts_what_preemption_frees() -> None:

@@ -69,7 +69,10 @@ def _whole(flag: str, most: int) -> Callable[[str], int]:
     """An argparse type: a whole number from 0 to `most`, refused in one line naming the flag."""
 
     def read(text: str) -> int:
-        value = int(text) if text.isdigit() else -1
+        try:
+            value = int(text)
+        except ValueError:  # "1e3", "²": said in the flag's words, not argparse's
+            value = -1
         if not 0 <= value <= most:
             raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected a whole number from 0 to {most}")
         return value
@@ -110,9 +113,11 @@ def main(args: argparse.Namespace) -> int:
     fleet = (
         Fleet(inputs.nodes, inputs.existing, pending + templates, semantics, req.input_unit, said) if pools else None
     )
-    sizings = size(fleet, pools) if fleet is not None else []
-    if said is not None and fleet is not None:
-        print("\r\x1b[K", end="", file=sys.stderr)  # the status line cleared before the answer
+    try:
+        sizings = size(fleet, pools) if fleet is not None else []
+    finally:  # the status line cleared before the answer, or before Ctrl-C's line
+        if said is not None and fleet is not None:
+            print("\r\x1b[K", end="", file=sys.stderr)
     served = [(s.pool, {p.key for p in s.unservable}) for s in sizings]
     defrag = (
         defragment(inputs.nodes, inputs.existing, pending, semantics, req.input_unit, args.max_moves, served)

@@ -13,6 +13,8 @@ each is sized alone and the cheapest is chosen (mixes of pools are not searched)
 from __future__ import annotations
 
 import copy
+import math
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -68,8 +70,12 @@ def read_pool(src: Source) -> Pool:
         raise InputError(
             f"--pool {name} annotations", f"{raw_max}, {raw_cost}", f"whole {MAX_ANNOTATION} and numeric cost"
         ) from None
-    if most < 1 or cost < 0:
-        raise InputError(f"--pool {name} {MAX_ANNOTATION}", raw_max, "at least 1 (and a cost of 0 or more)")
+    if most < 1 or not 0 <= cost < math.inf:  # NaN compares false both ways: refused too
+        raise InputError(
+            f"--pool {name} annotations",
+            f"{raw_max}, {raw_cost}",
+            f"{MAX_ANNOTATION} of 1 or more and a finite cost of 0 or more",
+        )
     return Pool(name, src, most, cost)
 
 
@@ -108,11 +114,16 @@ class Fleet:
         self.per_node = any(s.kind == "DaemonSet" for s in pending)
         self._unhealthy = [s for s in existing + pending if s.kind == "ConfigMap"]
         self._zero: PlacementResult | None = None
+        self.plugins = profile(semantics)
 
     def nodes_with(self, pool: Pool, count: int) -> list[Node]:
         """The fleet's nodes made afresh, with `count` nodes of `pool` added."""
         docs = self.nodes + copies(pool, count)
         return build(docs, self._unhealthy, [], self.semantics, self.input_unit).nodes
+
+    def empty(self, pool: Pool) -> Node:
+        """One empty node of the pool, modelled alone (its filters read only itself): a fresh one each call."""
+        return build(copies(pool, 1), self._unhealthy, [], self.semantics, self.input_unit).nodes[0]
 
     def with_pool(self, pool: Pool, count: int) -> PlacementResult:
         """The whole fleet placed again with `count` nodes of `pool` added."""
@@ -140,8 +151,7 @@ def _estimate(fleet: Fleet, pool: Pool, pods: list[Pod]) -> int:
     """Nodes of the pool the pods need, packed first-fit by decreasing GPU share on empty pool nodes through the
     profile's own filters and device choice: where a replay starts its search. A node no longer holding the
     smallest share left is closed, so the packing stays short however many nodes it opens."""
-    plugins = profile(fleet.semantics)
-    template = fleet.nodes_with(pool, 1)[-1]
+    plugins, template = fleet.plugins, fleet.empty(pool)
     ordered = sorted(pods, key=lambda p: (-p.per_gpu * max(p.gpu_count, 1), p.key))
     least = min((p.per_gpu for p in ordered), default=0)
     opened = 0
@@ -160,15 +170,15 @@ def _estimate(fleet: Fleet, pool: Pool, pods: list[Pod]) -> int:
 
 def _never(fleet: Fleet, pool: Pool, pods: list[Pod]) -> set[str]:
     """The pods an empty node of the pool refuses (its labels, taints, capacity): no count of them serves those."""
-    plugins = profile(fleet.semantics)
-    empty = fleet.nodes_with(pool, 1)[-1]
-    return {p.key for p in pods if plugins.rejection(empty, p) is not None}
+    empty = fleet.empty(pool)
+    return {p.key for p in pods if fleet.plugins.rejection(empty, p) is not None}
 
 
 def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
     """The fewest nodes of `pool` after which every pending pod it can serve schedules. The search starts from a
-    packing estimate and is settled by replays: the estimate's, then one fewer (the proof of minimality), doubling
-    up or bisecting down where the replays say so."""
+    packing estimate and is settled by replays: short, it adds what the pods still pending need; generous, it walks
+    down in growing steps and bisects; one fewer is replayed too (the proof of minimality). Only the last few
+    replays are kept whole (each holds the fleet's state); the others keep what stayed pending."""
     zero = fleet.with_pool(pool, 0)
     if not zero.pending:
         return Sizing(pool.name, 0, 0.0, zero, None, ())
@@ -177,21 +187,28 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
     servable = [p for p in waiting if p.key not in refused]
     if not servable:
         return Sizing(pool.name, 0, 0.0, zero, None, _unservable(zero, refused))
-    tried: dict[int, PlacementResult] = {0: zero}
+    recent: OrderedDict[int, PlacementResult] = OrderedDict({0: zero})
+    left: dict[int, set[str]] = {0: {p.key for p in zero.pending}}  # what each replay left pending
 
     def replay(count: int) -> PlacementResult:
-        if count not in tried:
-            tried[count] = fleet.with_pool(pool, count)
-        return tried[count]
+        if count not in recent:
+            recent[count] = fleet.with_pool(pool, count)
+            left[count] = {p.key for p in recent[count].pending}
+            if len(recent) > 3:
+                recent.popitem(last=False)
+        recent.move_to_end(count)
+        return recent[count]
 
     def enough(count: int) -> bool:
-        return {p.key for p in replay(count).pending} <= refused
+        if count not in left:
+            replay(count)
+        return left[count] <= refused
 
     low, high = 0, min(max(1, _estimate(fleet, pool, servable)), pool.max)  # `low` leaves pods pending
     while not enough(high):  # short of the estimate: add what the pods still pending need (at most `max`)
         if high == pool.max:  # what stays pending with `max` added is named, as the pool does not serve it
             refused |= {p.key for p in replay(high).pending}
-            if high > 1 and len(replay(high - 1).pending) > len(replay(high).pending):
+            if high > 1 and len(replay(high - 1).pending) > len(left[high]):
                 # each node still helps: `max` is the answer, short of room (one fewer leaves more pending)
                 return Sizing(
                     pool.name,

@@ -31,6 +31,14 @@ def replica(name: str, mem: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
+def as_running(core: Any, pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as the cluster lists it once bound: the node the real scheduler chose, the extender's annotations."""
+    real = core.read_namespaced_pod(pod["metadata"]["name"], "default")
+    meta = {**pod["metadata"], "annotations": dict(real.metadata.annotations or {})}
+    spec = {**pod["spec"], "nodeName": real.spec.node_name}
+    return {**pod, "metadata": meta, "spec": spec, "status": {"phase": "Running"}}
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_headroom_is_what_the_real_scheduler_binds(cluster: Any, scheduler: Any, seed: int) -> None:  # noqa: F811
     core, apps, log, standin = scheduler
@@ -50,10 +58,7 @@ def test_headroom_is_what_the_real_scheduler_binds(cluster: Any, scheduler: Any,
             core.create_namespaced_pod("default", pod)
             made.append(pod["metadata"]["name"])
             outcome(core, pod["metadata"]["name"], log)
-            real = core.read_namespaced_pod(pod["metadata"]["name"], "default")
-            bound = {**pod["spec"], "nodeName": real.spec.node_name}
-            meta = {**pod["metadata"], "annotations": dict(real.metadata.annotations or {})}
-            running.append({**pod, "metadata": meta, "spec": bound, "status": {"phase": "Running"}})
+            running.append(as_running(core, pod))
         (answer,) = headroom(case.nodes, [template], existing=running, semantics=semantics)
         assert answer.blocked_by is not None
         for k in range(answer.more + 1):

@@ -16,7 +16,7 @@ import pytest
 from differential import Scenario
 from kube import gpu_node
 from kubernetes.client.exceptions import ApiException
-from test_capacity_real import replica
+from test_capacity_real import as_running, replica
 from test_differential import create, delete, outcome, scheduler  # noqa: F401  (the fixture, by its name)
 
 from gpushare.domain.scoringprofiles import scoring_profile
@@ -103,13 +103,11 @@ def test_a_plan_carried_out_binds_what_it_says(cluster: Any, scheduler: Any, see
             else:
                 refused = 0
                 held.append(pod)
-        running, where = [], {}
-        for pod in held:
-            real = core.read_namespaced_pod(pod["metadata"]["name"], "default")
-            meta = {**pod["metadata"], "annotations": dict(real.metadata.annotations or {})}
-            spec = {**pod["spec"], "nodeName": real.spec.node_name}
-            running.append({**pod, "metadata": meta, "spec": spec, "status": {"phase": "Running"}})
-            where[pod["metadata"]["name"]] = (real.spec.node_name, meta["annotations"]["ALIYUN_COM_GPU_MEM_IDX"])
+        running = [as_running(core, pod) for pod in held]
+        where = {
+            p["metadata"]["name"]: (p["spec"]["nodeName"], p["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_IDX"])
+            for p in running
+        }
         found = None
         while found is None:  # pods deleted one by one (never a GPU's last) until the memory left free fragments
             left = [p for p in running if list(where.values()).count(where[p["metadata"]["name"]]) > 1]
