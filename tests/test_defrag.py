@@ -97,6 +97,10 @@ def check_steps(nodes: list[Any], runs: list[Any], pending: list[Any], answer: D
         ]
         (landed,) = moved.placements
         del state[move.pod]
+        freed = move.source.node
+        for key in step.contested:  # it alone would take the freed room, as the first pod bound does
+            one = place(nodes, [pinned(docs[key], freed)], existing=list(state.values()), semantics=semantics)
+            assert [a.node for a in one.placements] == [freed], (key, one.pending)
         for key, node_name in step.bound:
             # the pod fits the freed node now (pinned there: that the scheduler would choose it is the replay's part)
             one = place(nodes, [pinned(docs[key], node_name)], existing=list(state.values()), semantics=semantics)
@@ -104,6 +108,9 @@ def check_steps(nodes: list[Any], runs: list[Any], pending: list[Any], answer: D
             (a,) = one.placements
             state[key] = running(docs[key], a.node, tuple(i for i, _ in a.gpus), a.gpus[0][1])
             bound += 1
+        for key in step.contested:  # but the pods bound left it no room
+            one = place(nodes, [pinned(docs[key], freed)], existing=list(state.values()), semantics=semantics)
+            assert one.pending and not one.placements, key
         state[move.pod] = running(docs[move.pod], landed.node, tuple(i for i, _ in landed.gpus), landed.gpus[0][1])
     return bound
 
@@ -126,15 +133,16 @@ def test_each_step_of_a_plan_is_what_place_does(seed: int, semantics: str) -> No
 
 def test_fragmentation_and_plans_across_seeds_make_room() -> None:
     """The search is not vacuous: over the seeds, some pods are pending with enough memory free in total, and moves
-    are found for some of them."""
-    found = fragmented_pods = 0
+    are found for some of them, some of whose freed room another pending pod could take first."""
+    found = fragmented_pods = contested = 0
     for seed in range(24):
         model = semantics_of("ack")
         nodes, runs, pending = fragmented(seed, model)
         answer = defragment(from_objects(nodes, "n"), from_objects(runs, "e"), from_objects(pending, "p"), model)
         fragmented_pods += sum(f.free >= f.per_gpu > f.largest_free for f in answer.pending)
         found += len(answer.plan.steps)
-    assert fragmented_pods and found
+        contested += sum(len(step.contested) for step in answer.plan.steps)
+    assert fragmented_pods and found and contested
 
 
 def hand_fleet(tmp_path: Path) -> list[str]:

@@ -85,6 +85,11 @@ class Step:
 
     move: Move
     bound: tuple[tuple[str, str], ...]
+    #: Pending pods that would each fit the freed room alone but did not bind because pods ahead of them in the
+    #: queue took it first. kube-scheduler retries the pods a deletion wakes in an order its backoff decides (a pod
+    #: refused more often waits longer), so any of these may take the room instead: the rest of the plan then
+    #: differs from what is printed.
+    contested: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -333,9 +338,10 @@ class Layout:
 
     # --- applying moves, as the cluster would ----------------------------------------------------------------
 
-    def apply(self, move: Move) -> list[tuple[str, str]] | None:
+    def apply(self, move: Move) -> tuple[list[tuple[str, str]], list[str]] | None:
         """The copy created on its node (None if it does not fit there now), the original deleted, and the pending
-        pods that then fit the freed node bound there in queue order."""
+        pods that then fit the freed node bound there in queue order; with the pods that would each have fitted
+        alone but found the room taken (the queue's order decides between them)."""
         source, target = self.by_name.get(move.source.node), self.by_name.get(move.target.node)
         original = None if source is None else next((p for p in source.bound if p.key == move.pod), None)
         if source is None or target is None or original is None:
@@ -346,19 +352,27 @@ class Layout:
         self.bind(target, copy, self.plugins.gpus.choose_gpus(target, copy))
         source.remove_pod(original)
         self.moved.add(move.pod)
-        bound = []
-        refused: set[tuple[Any, ...]] = set()  # pods alike to one that did not fit: they do not either
-        for waiting in list(self.pending):
+        verdicts: dict[tuple[Any, ...], bool] = {}  # pods alike fit alone or not alike
+        woken = []
+        for waiting in self.pending:
             alike = _alike(waiting)
-            if alike in refused:
-                continue
-            if self.fits(source, waiting, self.cycle(waiting)):
+            fits = verdicts.get(alike) if alike is not None else None
+            if fits is None:
+                fits = self.fits(source, waiting, self.cycle(waiting))
+                if alike is not None:
+                    verdicts[alike] = fits
+            if fits:
+                woken.append(waiting)
+        bound, taken, contested = [], set(), []
+        for i, waiting in enumerate(woken):
+            if i == 0 or self.fits(source, waiting, self.cycle(waiting)):
                 self.bind(source, waiting, self.plugins.gpus.choose_gpus(source, waiting))
                 self.pending.remove(waiting)
                 bound.append((waiting.key, source.name))
-            elif alike is not None:
-                refused.add(alike)
-        return bound
+                taken.add(_alike(waiting))
+            elif _alike(waiting) is None or _alike(waiting) not in taken:  # one alike to it bound: either may
+                contested.append(waiting.key)
+        return bound, contested
 
     def measure(self, pod: Pod, nodes: Sequence[Node]) -> tuple[int, int, int]:
         """(free, largest free on one GPU, the most each of `gpu_count` GPUs of one node could get)."""
@@ -457,10 +471,10 @@ def replay(layout: Layout, moves: Sequence[Move]) -> Plan:
     """The moves applied in order on a fleet placed afresh from the inputs: what each binds, what stays pending."""
     steps: list[Step] = []
     for move in moves:
-        bound = layout.apply(move)
-        if bound is None:
+        applied = layout.apply(move)
+        if applied is None:
             return Plan(tuple(steps), tuple(p.key for p in layout.pending), False)
-        steps.append(Step(move, tuple(bound)))
+        steps.append(Step(move, tuple(applied[0]), tuple(applied[1])))
     return Plan(tuple(steps), tuple(p.key for p in layout.pending), True)
 
 

@@ -68,7 +68,11 @@ def defrag_dict(d: Defrag | None) -> dict[str, Any]:
     if d is None:
         return {"steps": [], "still_pending": [], "confirmed": True}
     steps = [
-        {"move": move_dict(s.move), "bound": [{"pod": pod, "node": node} for pod, node in s.bound]}
+        {
+            "move": move_dict(s.move),
+            "bound": [{"pod": pod, "node": node} for pod, node in s.bound],
+            "contested": list(s.contested),
+        }
         for s in d.plan.steps
     ]
     return {"steps": steps, "still_pending": list(d.plan.still_pending), "confirmed": d.plan.confirmed}
@@ -128,12 +132,18 @@ def _defrag_lines(d: Defrag, unit: str) -> list[str]:
         for i, step in enumerate(d.plan.steps, start=1):
             then = "; ".join(f"{pod} binds on {node}" for pod, node in step.bound)
             lines.append(f"{i:>3}. {_move_text(step.move)} (for {step.move.reason})" + (f": {then}" if then else ""))
+            if step.contested:
+                lines.append(
+                    f"     or {', '.join(step.contested)} may take that room first (the scheduler's retry order)"
+                )
         lines.append("each move: create the pod again on its new node, then delete the original")
         lines.append("(pinned there by a required node affinity on kubernetes.io/hostname)")
     elif d.pending:
         lines += ["", "no moves of running pods make room for any pending pod"]
     if d.plan.still_pending:
         lines.append(f"still pending after the plan: {len(d.plan.still_pending)}")
+    if any(step.contested for step in d.plan.steps):
+        lines.append("where another pod may take the room first, the steps after it may differ: run capacity again")
     if not d.plan.confirmed:
         lines.append("the replay stopped at a move the search had found: the steps shown are those that replayed")
     return lines
