@@ -58,6 +58,15 @@ COMMANDS: dict[str, Command] = {
         "fleet after its running and pending pods, as the scheduler would place them one by one; where they land; "
         "why the next one does not; GPU memory left stranded. Exit 2 on unusable input.",
     ),
+    "diff": Command(
+        "gpushare.planner.diffcommand",
+        "what a change of settings or node labels does: stack, rules, fleet",
+        "Compare the stack rendered before and after a change (--config to --to, --set, --label), object by object "
+        "and field by field; run the rules the change must pass (a unit switch under running GPU pods, a mode "
+        "relabel, an API a minor removed...); with a fleet, name the running pods whose place no longer holds and "
+        "the pending pods whose outcome changes. Exit 0 when no rule blocks the change, 1 when one does, 2 on "
+        "unusable input.",
+    ),
     "inspect": Command(
         "gpushare.placement.command",
         "per-GPU allocation, like kubectl inspect gpushare",

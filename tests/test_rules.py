@@ -172,6 +172,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GN310": ([OPEN_SOURCE, node(mode=None, containerRuntimeVersion="containerd://1.7")], {}),
     "GN311": ([node(mode="cgpu", containerRuntimeVersion="containerd://1.6.20")], {}),
     "GN312": ([OPEN_SOURCE_MIB, node(mode=None, gpus=8, per_gpu=12196)], {}),
+    "GN313": ([SETTINGS, node(mode="cgpu")], {}),
     "GC401": ([], {"driver_version": "latest"}),
     "GC402": ([COMPUTE], {"chart_version": "1.1.9"}),
     "GC403": ([COMPUTE], {"kube_version": "1.24.6", "scheduler_version": "1.24.3-ack-1.9"}),
@@ -186,10 +187,20 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GC412": ([SMALL_UNIT], {"cluster_created": "2021-06-01T08:00:00Z"}),
     "GC413": ([COMPUTE], {"cluster_created": "2022-02-28T23:00:00Z"}),
     "GC414": ([COMPUTE], {"kube_version": "v1.32.1-aliyun.1"}),
+    "GC415": ([], {}),
+    "GC416": ([], {}),
     "GW215": ([{**CRONJOB, "apiVersion": "batch/v1beta1"}], {"kube_version": "1.28"}),
     "GW216": ([pod(), pod()], {}),
     "GW217": ([pod({"aliyun.com/gpu-mem": 0})], {}),
     "GW218": ([pod({"aliyun.com/gpu-mem": "4Gi"})], {}),
+}
+
+
+#: What only a live read (preflight) or a change (diff) gives the cluster rules.
+READINGS: dict[str, dict[str, Any]] = {
+    "GC411": {"current_units": [UnitReading("GiB", "DaemonSet x/y")], "gpu_pods": ["ml/a"]},
+    "GC415": {"relabelled": [("n1", "share", "core_mem")]},
+    "GC416": {"relabelled": [("n1", "share", "cgpu")], "gpu_pods_on": {"n1": ["ml/a"]}},
 }
 
 
@@ -204,10 +215,7 @@ def test_every_rule_has_a_case() -> None:
 @pytest.mark.parametrize("rule_id", sorted(CASES))
 def test_rule_fires(rule_id: str) -> None:
     objects, flags = CASES[rule_id]
-    extra = (
-        {"current_units": [UnitReading("GiB", "DaemonSet x/y")], "gpu_pods": ["ml/a"]} if rule_id == "GC411" else None
-    )
-    assert rule_id in fired(objects, flags, extra)
+    assert rule_id in fired(objects, flags, READINGS.get(rule_id))
 
 
 @pytest.mark.parametrize(

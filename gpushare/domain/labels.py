@@ -18,6 +18,8 @@ OPEN_SOURCE_NODE_LABEL = ("gpushare", "true")
 #: Node modes of `ack.node.gpu.schedule`, and which of them take shared-GPU pods.
 SHARED_MODES: tuple[str, ...] = ("share", "cgpu", "core_mem")
 OTHER_MODES: tuple[str, ...] = ("default", "mps", "topology", "mig")
+#: The mode of a node that reports GPU memory and has no label.
+UNLABELLED_MODE = "share"
 #: Modes whose nodes need the cGPU kernel module.
 ISOLATED_MODES: tuple[str, ...] = ("cgpu", "core_mem")
 
@@ -27,6 +29,8 @@ PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
 
 # Annotations the extender writes on bind and the device plugin reads (upstream-extender, -plugin).
 ANN_IDX = "ALIYUN_COM_GPU_MEM_IDX"
+#: Every annotation of a placed GPU pod starts so (index, share, device total, assume time, assigned).
+ANN_PREFIX = "ALIYUN_COM_GPU_MEM_"
 ANN_POD_MEM = "ALIYUN_COM_GPU_MEM_POD"
 
 UNHEALTHY_CONFIGMAP_PREFIX = "unhealthy-gpu-"

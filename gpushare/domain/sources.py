@@ -28,6 +28,10 @@ KUBE_API_MIGRATION: Final = "Kubernetes: Deprecated API Migration Guide (each re
 GPUSHARE: Final = "gpushare: schemas/installer-settings.schema.json"
 GPUSHARE_VERSIONS: Final = "gpushare: gpushare/domain/versions.py (newest patch of each minor)"
 GPUSHARE_FACTS: Final = "gpushare: cluster facts flags (gpushare validate --help)"
+GPUSHARE_CHART: Final = (
+    "gpushare: charts/ack-ai-installer (one device plugin DaemonSet per isolation mode, selecting the nodes of "
+    "that ack.node.gpu.schedule label)"
+)
 GPUSHARE_CONTROL_PLANE: Final = "gpushare: control-plane/README.md (files written for one kubeadm version)"
 
 

@@ -155,7 +155,7 @@ def node_model(info: NodeInfo, unhealthy: dict[str, set[int]], plugins: Profile,
     taints = tuple(
         Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", ""))) for t in info.taints
     )
-    mode = info.labels.get(labels.SCHEDULE_LABEL, "share" if gpu_cap else "")
+    mode = info.labels.get(labels.SCHEDULE_LABEL, labels.UNLABELLED_MODE if gpu_cap else "")
     label = info.labels.get(labels.PLACEMENT_LABEL)
     placement: Placement = (
         "spread" if label == "spread" else "binpack" if label == "binpack" else plugins.semantics.placement

@@ -12,22 +12,22 @@ from gpushare.settings.model import API_VERSION, KIND, InstallerSettings, load_s
 from gpushare.settings.options import apply
 
 
-def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a settings document; unreadable YAML is an InputError naming the file and line."""
+def load_config(path: str | Path, flag: str = "--config") -> dict[str, Any]:
+    """Read a settings document; unreadable YAML is an InputError naming the file and line (and `flag`)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError("--config", str(path), f"a readable file ({exc.strerror})") from None
+        raise InputError(flag, str(path), f"a readable file ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
-        raise InputError("--config", str(path), f"a UTF-8 text file (YAML; byte {exc.start} is not UTF-8)") from None
-    documents = [data for _, data in compose_all(text, str(path), "--config") if data is not None]
+        raise InputError(flag, str(path), f"a UTF-8 text file (YAML; byte {exc.start} is not UTF-8)") from None
+    documents = [data for _, data in compose_all(text, str(path), flag) if data is not None]
     if not documents:
-        raise InputError("--config", str(path), "a settings document (the file holds none)")
+        raise InputError(flag, str(path), "a settings document (the file holds none)")
     if len(documents) > 1:
-        raise InputError("--config", str(path), f"one settings document (the file holds {len(documents)})")
+        raise InputError(flag, str(path), f"one settings document (the file holds {len(documents)})")
     (data,) = documents
     if not isinstance(data, dict):
-        raise InputError("--config", str(path), "a YAML mapping (apiVersion, kind, settings...)")
+        raise InputError(flag, str(path), "a YAML mapping (apiVersion, kind, settings...)")
     for key, value in (("apiVersion", API_VERSION), ("kind", KIND)):
         if key not in data:
             raise InputError(key, None, f"{value}: a settings file says what it is", str(path))

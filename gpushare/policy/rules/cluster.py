@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpushare.domain import cgpu, profiles, sources
+from gpushare.domain import cgpu, labels, profiles, sources
 from gpushare.domain.versionstr import at_least, numbers, valid
 from gpushare.errors import listed
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
@@ -148,6 +148,39 @@ def _unit_switch(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
         )
 
 
+def _relabelled(ctx: ClusterFacts) -> list[tuple[str, str, str]]:
+    """From `gpushare diff`: (node, mode before, mode after) for each GPU node whose ack.node.gpu.schedule the
+    change sets to another mode."""
+    return list(ctx.extra.get("relabelled") or [])
+
+
+def _core_mem_by_label(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    nodes = [node for node, _, after in _relabelled(ctx) if after == "core_mem"]
+    if nodes:
+        yield (
+            f"metadata.labels.{labels.SCHEDULE_LABEL}",
+            "core_mem",
+            f"another mode on nodes that exist ({listed(nodes, 20)}): core_mem comes with a node pool created "
+            "with the label",
+        )
+
+
+def _mode_under_pods(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
+    on = ctx.extra.get("gpu_pods_on") or {}
+    busy = [
+        f"{node} ({before} -> {after}: {listed(on[node], 5)})"
+        for node, before, after in _relabelled(ctx)
+        if on.get(node)
+    ]
+    if busy:
+        yield (
+            f"metadata.labels.{labels.SCHEDULE_LABEL}",
+            "; ".join(busy),
+            "no GPU pod running on a node whose mode changes: the device plugin set up each running container's GPU "
+            "share and isolation when it started, so they keep the old mode until created again",
+        )
+
+
 def _created_before(ctx: ClusterFacts, day: str) -> bool:
     return bool(ctx.cluster_created) and str(ctx.cluster_created)[:10] < day
 
@@ -286,6 +319,26 @@ RULES: tuple[Rule, ...] = (
         "Delete every pod requesting aliyun.com/gpu-mem, uninstall, reinstall with the new unit.",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _unit_switch,
+    ),
+    Rule(
+        "GC415",
+        "error",
+        "cluster",
+        "core_mem cannot be given to an existing node by relabelling it",
+        "Remove the node and add it again through a node pool labelled ack.node.gpu.schedule=core_mem.",
+        sources.section(sources.ACK_COMPUTE, "Step 1: Create a node pool that supports computing power allocation"),
+        _core_mem_by_label,
+    ),
+    Rule(
+        "GC416",
+        "warning",
+        "cluster",
+        "A node's GPU mode changes under running GPU pods",
+        "Drain the node's GPU pods (or create them again) after relabelling, so they start under the new mode.",
+        sources.section(
+            sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/allocate.go (a container's GPU environment is set when it starts)"
+        ),
+        _mode_under_pods,
     ),
     Rule(
         "GC412",

@@ -91,6 +91,18 @@ def _small_unit(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
         )
 
 
+def _mode_not_served(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
+    settings = ctx.settings
+    if settings is None or settings.profile != profiles.ACK or n.mode not in labels.SHARED_MODES:
+        return
+    if n.mode not in settings.isolation:
+        yield (
+            f"metadata.labels.{labels.SCHEDULE_LABEL}",
+            n.mode,
+            f"a mode the settings serve ({', '.join(settings.isolation)}), or {n.mode} added to their isolation",
+        )
+
+
 def _open_source_node(n: NodeInfo, ctx: ClusterFacts) -> bool:
     """A GPU node the open-source device plugin serves: by the settings' profile, else by its node label."""
     key, value = labels.OPEN_SOURCE_NODE_LABEL
@@ -234,6 +246,15 @@ RULES: tuple[Rule, ...] = (
         "Configure it as the finding says on every GPU node: pods asking for aliyun.com/gpu-mem see no GPU without it.",
         sources.section(sources.SELF_MANAGED_GUIDE, "Step 1: Configure the Docker runtime"),
         _default_runtime,
+    ),
+    Rule(
+        "GN313",
+        "error",
+        "node",
+        "A GPU node labelled for a mode the settings do not serve gets no device plugin",
+        "Add the node's mode to the settings' isolation, or label the node with a mode they serve.",
+        sources.GPUSHARE_CHART,
+        _mode_not_served,
     ),
     Rule(
         "GN312",
