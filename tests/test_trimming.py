@@ -10,11 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from placement_strategies import scenario
 from test_placement_properties import snapshot
-from test_rules import CASES
+from test_rules import CASES, READINGS
 
 from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.errors import InputError
-from gpushare.kube.installed import UnitReading
 from gpushare.kube.shapes import trim
 from gpushare.placement import Semantics, place
 from gpushare.policy.engine import ClusterFacts
@@ -22,10 +21,8 @@ from gpushare.policy.validate import validate
 
 
 def findings(objects: list[dict[str, Any]], flags: dict[str, str], rule_id: str) -> list[tuple[Any, ...]]:
-    extra = (  # GC411 reads a live cluster's facts: as test_rules gives them
-        {"current_units": [UnitReading("GiB", "DaemonSet x/y")], "gpu_pods": ["ml/a"]} if rule_id == "GC411" else {}
-    )
-    report = validate(objects, ClusterFacts(**flags, extra=extra))
+    # what only a live read or a change gives the cluster rules: as test_rules gives them
+    report = validate(objects, ClusterFacts(**flags, extra=READINGS.get(rule_id, {})))
     return [(f.rule.id, f.subject, f.field, repr(f.value), f.allowed) for f in report.findings]
 
 

@@ -9,7 +9,7 @@ the cluster's) and modelled by the semantics its profile installs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,7 +20,7 @@ from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.domain.versions import MINORS, default_api, served_apis
 from gpushare.errors import InputError
 from gpushare.generate.stack import Stack
-from gpushare.kube.documents import Source
+from gpushare.kube.documents import Objects, Source, from_objects
 from gpushare.kube.installed import UnitReading
 from gpushare.kube.nodes import NodeInfo, read_node
 from gpushare.placement.model import Semantics
@@ -28,6 +28,7 @@ from gpushare.planner.impact import Impact, impact, relabelled
 from gpushare.planner.stackdiff import ObjectChange, compare
 from gpushare.policy.engine import ClusterFacts, Finding, Subject, evaluate
 from gpushare.policy.rules import RULES
+from gpushare.settings.load import build_settings
 from gpushare.settings.model import InstallerSettings
 
 Label = tuple[str, str | None]
@@ -78,6 +79,11 @@ class Difference:
         return any(f.rule.severity == "error" for f in self.findings)
 
 
+def _side(side: Side | InstallerSettings | Mapping[str, Any] | None) -> Side:
+    """A side as given: settings (a model, a document, None for the defaults) with the default placement."""
+    return side if isinstance(side, Side) else Side(build_settings(side))
+
+
 def _gpu_nodes(nodes: Sequence[Source]) -> list[NodeInfo]:
     """The nodes that report GPU memory: those a change of GPU labels concerns."""
     return [n for n in (read_node(s) for s in nodes) if n is not None and n.gpu_mem > 0]
@@ -108,19 +114,24 @@ def _findings(
 
 
 def diff(
-    before: Side,
-    after: Side,
+    before: Side | InstallerSettings | Mapping[str, Any] | None,
+    after: Side | InstallerSettings | Mapping[str, Any] | None,
     *,
     labels: Sequence[Label] = (),
-    nodes: Sequence[Source] = (),
-    existing: Sequence[Source] = (),
-    pending: Sequence[Source] = (),
+    nodes: Objects = (),
+    existing: Objects = (),
+    pending: Objects = (),
     cluster_minor: int | None = None,
     said: str = "after",
 ) -> Difference:
-    """The change from `before` to `after` (and `labels` set on every GPU node). One that changes nothing is
+    """The change from `before` to `after` (each a Side, or settings: a model, a document, None for the
+    defaults), with `labels` set on every GPU node; the fleet as plain objects or Sources. One that changes nothing is
     refused as an InputError (`said` names the side after in its message). Without `nodes` no fleet is read, so
     the rules that need running pods cannot fire: a note says so."""
+    before, after = _side(before), _side(after)
+    nodes, existing, pending = (
+        from_objects(o, name) for o, name in ((nodes, "nodes"), (existing, "existing"), (pending, "pending"))
+    )
     cluster = cluster_minor if cluster_minor is not None else MINORS[-1]
     minors = (before.minor(cluster), after.minor(cluster))
     notes = []

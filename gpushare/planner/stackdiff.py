@@ -101,7 +101,7 @@ def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 def field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:
     """Every path whose value differs, in the order of the newer object (then the fields only the older has)."""
-    old, new = dict(leaves(before)), dict(leaves(after))
+    old, new = (dict(leaves(obj)) if obj else {} for obj in (before, after))  # no object: no fields
     changes = [FieldChange(p, old.get(p, ABSENT), v) for p, v in new.items() if p not in old or old[p] != v]
     changes += [FieldChange(p, v, ABSENT) for p, v in old.items() if p not in new]
     return changes

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from gpushare.domain import cgpu, labels, profiles, sources
 from gpushare.domain.versionstr import at_least, numbers, valid
-from gpushare.errors import listed
+from gpushare.errors import counted, listed
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
 
 
@@ -168,16 +168,16 @@ def _core_mem_by_label(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
 def _mode_under_pods(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     on = ctx.extra.get("gpu_pods_on") or {}
     busy = [
-        f"{node} ({before} -> {after}: {listed(on[node], 5)})"
+        f"{node} ({before} -> {after}, {counted(len(on[node]), 'GPU pod')})"
         for node, before, after in _relabelled(ctx)
         if on.get(node)
     ]
     if busy:
         yield (
             f"metadata.labels.{labels.SCHEDULE_LABEL}",
-            "; ".join(busy),
-            "no GPU pod running on a node whose mode changes: the device plugin set up each running container's GPU "
-            "share and isolation when it started, so they keep the old mode until created again",
+            listed(busy, 5),
+            "no GPU pod running on a node whose mode changes (each keeps the share and isolation it started with "
+            "until created again)",
         )
 
 
@@ -326,7 +326,9 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "core_mem cannot be given to an existing node by relabelling it",
         "Remove the node and add it again through a node pool labelled ack.node.gpu.schedule=core_mem.",
-        sources.section(sources.ACK_COMPUTE, "Step 1: Create a node pool that supports computing power allocation"),
+        sources.section(
+            sources.ACK_COMPUTE, "Step 2: Check whether computing power allocation is enabled for the node pool"
+        ),
         _core_mem_by_label,
     ),
     Rule(
