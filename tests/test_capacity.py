@@ -296,7 +296,8 @@ def test_a_pool_short_of_room_at_its_max_answers_max() -> None:
     (answer,) = size(fleet_, [read_pool(from_objects([pool("a10", 1, 24, **{"gpushare.io/pool-max": "2"})], "x")[0])])
     assert (answer.nodes, len(answer.unservable)) == (2, 1)
     # each replay is told before it runs (the terminal's status line)
-    assert said[0] == "pool a10: placing the fleet again with 0 of its nodes added" and len(said) >= 3
+    assert said[0] == "placing the fleet again with the pools' nodes added: none" and len(said) >= 3
+    assert "placing the fleet again with the pools' nodes added: 2 of pool a10" in said
     assert answer.one_fewer is not None and len(answer.one_fewer.pending) == 2
 
 
@@ -310,3 +311,53 @@ def test_pools_sized_for_a_templates_replicas_too(tmp_path: Path, capsys: pytest
     doc = json.loads(capsys.readouterr().out)
     assert doc["templates"][0]["more"] == 0
     assert (doc["add"][0]["nodes"], len(doc["add"][0]["one_fewer_leaves"])) == (5, 1)
+
+
+def test_a_mix_of_pools_costs_less_than_any_pool_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two pods of 40 GiB only the 48 GiB pool serves, four of 8 GiB both serve: two big nodes (8 GiB left on
+    each) and one small node (cost 3 + 3 + 1 = 7) beat three big ones (9); the small pool alone serves no big pod.
+    The mix's replay is what `place` gives on the fleet with those nodes added, and no node of it can go."""
+    from gpushare.kube.documents import from_objects
+    from gpushare.planner.pools import Fleet, copies, read_pool, size, size_mix
+
+    def want(name: str, gib: int) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": pod_spec(gib)}
+
+    full = node("full", 1, 8)
+    pending = [want("big0", 40), want("big1", 40), *(want(f"s{i}", 8) for i in range(4))]
+    small = read_pool(from_objects(pool("small", 1, 16), "pools")[0])
+    large = read_pool(from_objects(pool("large", 1, 48, **{"gpushare.io/pool-cost": "3"}), "pools")[0])
+    fleet_ = Fleet(from_objects([full], "nodes"), [], from_objects(pending, "pods"), Semantics())
+    alone = size(fleet_, [small, large])
+    assert {s.pool: (s.nodes, s.cost, len(s.unservable)) for s in alone} == {"small": (2, 2, 2), "large": (3, 9, 0)}
+    mix = size_mix(fleet_, [small, large], alone)
+    assert mix is not None and (dict(mix.counts), mix.cost, mix.unservable) == ({"small": 1, "large": 2}, 7, ())
+    added = [doc.obj for p, n in ((small, 1), (large, 2)) for doc in copies(p, n)]
+    assert place([full, *added], pending).pending == [] and mix.result.pending == []
+    assert {pool: bool(result.pending) for pool, result in mix.one_fewer} == {"small": True, "large": True}
+    # in the command: the table's mix line and the JSON's `mix`
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(full))
+    (tmp_path / "pending.yaml").write_text(yaml.safe_dump_all(pending))
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(pool("small", 1, 16)))
+    (tmp_path / "large.yaml").write_text(yaml.safe_dump(pool("large", 1, 48, **{"gpushare.io/pool-cost": "3"})))
+    args = ["capacity", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "pending.yaml")]
+    args += ["--pool", str(tmp_path / "small.yaml"), "--pool", str(tmp_path / "large.yaml"), "--max-moves", "0"]
+    assert main([*args, "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert not list(REPORT.iter_errors(doc))
+    assert doc["mix"]["pools"] == [{"pool": "small", "nodes": 1}, {"pool": "large", "nodes": 2}]
+    assert main(args) == 0
+    assert "cheapest mix found: 1 of small + 2 of large (cost 7," in capsys.readouterr().out
+
+
+def test_a_mix_keeps_one_pool_when_it_alone_costs_no_more() -> None:
+    from gpushare.kube.documents import from_objects
+    from gpushare.planner.pools import Fleet, read_pool, size, size_mix
+
+    busy = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": pod_spec(10)} for i in range(4)]
+    fleet_ = Fleet(from_objects([node("full", 1, 8)], "nodes"), [], from_objects(busy, "pods"), Semantics())
+    cheap = read_pool(from_objects(pool("cheap", 2, 24), "pools")[0])
+    dear = read_pool(from_objects(pool("dear", 2, 24, **{"gpushare.io/pool-cost": "2"}), "pools")[0])
+    mix = size_mix(fleet_, [dear, cheap], size(fleet_, [dear, cheap]))
+    assert mix is not None and dict(mix.counts) == {"cheap": 1} and mix.cost == 1  # two 10s a GPU
+    assert size_mix(fleet_, [cheap], size(fleet_, [cheap])) is None  # one pool: nothing to mix

@@ -17,7 +17,7 @@ from gpushare.planner import report
 from gpushare.planner.defrag import MAX_MOVES, defragment
 from gpushare.planner.headroom import headroom_of
 from gpushare.planner.plot import write_capacity_plot
-from gpushare.planner.pools import Fleet, read_pool, size
+from gpushare.planner.pools import Fleet, read_pool, size, size_mix
 from gpushare.progress import wanted
 
 
@@ -115,6 +115,7 @@ def main(args: argparse.Namespace) -> int:
     )
     try:
         sizings = size(fleet, pools) if fleet is not None else []
+        mix = size_mix(fleet, pools, sizings) if fleet is not None else None
     finally:  # the status line cleared before the answer, or before Ctrl-C's line
         if said is not None and fleet is not None:
             print("\r\x1b[K", end="", file=sys.stderr)
@@ -124,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
         if pending
         else None
     )
-    report.write(answers, sizings, defrag, semantics.gpu_memory_unit, req.output, sys.stdout)
+    report.write(answers, sizings, mix, defrag, semantics.gpu_memory_unit, req.output, sys.stdout)
     if args.plot:
         state = run(build(inputs.nodes, inputs.existing, pending, semantics, req.input_unit), semantics)
         shares = [h.per_gpu for h in answers if h.per_gpu] + [p.per_gpu for p in state.pending if p.per_gpu]

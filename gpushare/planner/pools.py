@@ -7,7 +7,7 @@ whole fleet again with that many copies added, so the answer is the replay's: fo
 which no pending pod that pool can serve stays pending (the search starts from a packing estimate and is settled
 by replays; the count is shown minimal: one node fewer leaves a pod pending); pods a pool cannot serve (an empty
 node of it refuses them, or they stay pending with `max` nodes added) are named with why. With several pools,
-each is sized alone and the cheapest is chosen (mixes of pools are not searched).
+each is sized alone, then the cheapest mix of them is searched (`size_mix`, which says how).
 """
 
 from __future__ import annotations
@@ -92,6 +92,10 @@ def copies(pool: Pool, count: int) -> list[Source]:
     return nodes
 
 
+#: Nodes of each pool to add, in the pools' order.
+Mix = list[tuple[Pool, int]]
+
+
 class Fleet:
     """What every replay places: the nodes, running and pending pods as read, and how. The pods' models are read
     once; a replay makes the nodes afresh (with the pool's added) and places them all again (but for pending
@@ -116,30 +120,35 @@ class Fleet:
         self._zero: PlacementResult | None = None
         self.plugins = profile(semantics)
 
-    def nodes_with(self, pool: Pool, count: int) -> list[Node]:
-        """The fleet's nodes made afresh, with `count` nodes of `pool` added."""
-        docs = self.nodes + copies(pool, count)
+    def nodes_with(self, counts: Mix) -> list[Node]:
+        """The fleet's nodes made afresh, with `count` nodes of each `pool` added."""
+        docs = self.nodes + [doc for pool, count in counts for doc in copies(pool, count)]
         return build(docs, self._unhealthy, [], self.semantics, self.input_unit).nodes
 
     def empty(self, pool: Pool) -> Node:
         """One empty node of the pool, modelled alone (its filters read only itself): a fresh one each call."""
         return build(copies(pool, 1), self._unhealthy, [], self.semantics, self.input_unit).nodes[0]
 
-    def with_pool(self, pool: Pool, count: int) -> PlacementResult:
-        """The whole fleet placed again with `count` nodes of `pool` added."""
-        if count == 0 and self._zero is not None:
+    def with_pools(self, counts: Mix) -> PlacementResult:
+        """The whole fleet placed again with `count` nodes of each `pool` added."""
+        counts = [(pool, count) for pool, count in counts if count]
+        if not counts and self._zero is not None:
             return self._zero
         if self.said is not None:
-            self.said(f"pool {pool.name}: placing the fleet again with {count} of its nodes added")
+            added = " + ".join(f"{count} of pool {pool.name}" for pool, count in counts) or "none"
+            self.said(f"placing the fleet again with the pools' nodes added: {added}")
         if self.per_node:
-            docs = self.nodes + copies(pool, count)
+            docs = self.nodes + [doc for pool, count in counts for doc in copies(pool, count)]
             model = build(docs, self.existing, self.pending, self.semantics, self.input_unit)
         else:
-            model = replace(self.models, nodes=self.nodes_with(pool, count))
+            model = replace(self.models, nodes=self.nodes_with(counts))
         result = run(model, self.semantics)
-        if count == 0:
+        if not counts:
             self._zero = result
         return result
+
+    def with_pool(self, pool: Pool, count: int) -> PlacementResult:
+        return self.with_pools([(pool, count)])
 
     def pending_models(self, result: PlacementResult) -> list[Pod]:
         """The models of the pods a replay left pending."""
@@ -147,25 +156,53 @@ class Fleet:
         return [p for p in self.models.new if p.key in keys]
 
 
-def _estimate(fleet: Fleet, pool: Pool, pods: list[Pod]) -> int:
-    """Nodes of the pool the pods need, packed first-fit by decreasing GPU share on empty pool nodes through the
-    profile's own filters and device choice: where a replay starts its search. A node no longer holding the
-    smallest share left is closed, so the packing stays short however many nodes it opens."""
-    plugins, template = fleet.plugins, fleet.empty(pool)
+def _pack(fleet: Fleet, pools: list[Pool], pods: list[Pod]) -> dict[str, int]:
+    """Nodes of each pool the pods need, packed first-fit by decreasing GPU share on empty pool nodes through the
+    profile's own filters and device choice, a pod no open node takes opening one of the cheapest pool that accepts
+    it: where a replay starts its search. A node no longer holding the smallest share left is closed, so the packing
+    stays short however many nodes it opens."""
+    plugins = fleet.plugins
+    templates = [(pool, fleet.empty(pool)) for pool in sorted(pools, key=lambda p: p.cost)]
     ordered = sorted(pods, key=lambda p: (-p.per_gpu * max(p.gpu_count, 1), p.key))
     least = min((p.per_gpu for p in ordered), default=0)
-    opened = 0
+    opened = dict.fromkeys((pool.name for pool in pools), 0)
     open_nodes: list[Node] = []
     for pod in ordered:
         home = next((n for n in open_nodes if n.room >= pod.per_gpu and plugins.rejection(n, pod) is None), None)
         if home is None:
-            home = copy.deepcopy(template)
+            fresh = next((t for _, t in templates if plugins.rejection(t, pod) is None), None)
+            if fresh is None:  # no pool takes it: the replays name it
+                continue
+            home = copy.deepcopy(fresh)
             open_nodes.append(home)
-            opened += 1
+            opened[next(p.name for p, t in templates if t is fresh)] += 1
         home.add_pod(pod, plugins.gpus.choose_gpus(home, pod))
         if home.room < least:
             open_nodes.remove(home)
     return opened
+
+
+def _estimate(fleet: Fleet, pool: Pool, pods: list[Pod]) -> int:
+    return _pack(fleet, [pool], pods)[pool.name]
+
+
+def _least(low: int, high: int, enough: Callable[[int], bool]) -> int:
+    """The fewest in (low, high] that are enough, `high` being enough and `low` not: down in growing steps to a
+    count that is not, then bisected; replays need not be monotone, so the count returned is one whose one fewer
+    is not enough."""
+    step = 1
+    while high - step > low and enough(high - step):
+        high, step = high - step, step * 2
+    low = max(low, high - step)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if enough(middle):
+            high = middle
+        else:
+            low = middle
+    while high > 0 and enough(high - 1):
+        high -= 1
+    return high
 
 
 def _never(fleet: Fleet, pool: Pool, pods: list[Pod]) -> set[str]:
@@ -221,18 +258,7 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
             break
         low, more = high, _estimate(fleet, pool, fleet.pending_models(replay(high)))
         high = min(high + max(1, more), pool.max)
-    step = 1
-    while high - step > low and enough(high - step):  # generous: walk down in growing steps to a failing count
-        high, step = high - step, step * 2
-    low = max(low, high - step)
-    while high - low > 1:  # then bisect between the failing count and the enough one
-        middle = (low + high) // 2
-        if enough(middle):
-            high = middle
-        else:
-            low = middle
-    while high > 0 and enough(high - 1):  # replays need not be monotone: the count shown is one whose one fewer fails
-        high -= 1
+    high = _least(low, high, enough)  # generous: down to the fewest whose one fewer leaves a pod pending
     one_fewer = replay(high - 1) if high else None
     return Sizing(pool.name, high, high * pool.cost, replay(high), one_fewer, _unservable(replay(high), refused))
 
@@ -245,3 +271,92 @@ def size(fleet: Fleet, pools: list[Pool]) -> list[Sizing]:
     """Each pool sized alone, cheapest first (a pool that leaves fewer pods unservable before a cheaper one)."""
     answers = [size_pool(fleet, pool) for pool in pools]
     return sorted(answers, key=lambda s: (len(s.unservable), s.cost))
+
+
+@dataclass(frozen=True)
+class Blend:
+    """Several pools at once: the nodes of each to add (pools adding none left out), their cost, the replay with
+    them added, and for each pool used the replay with one of its nodes fewer (each leaves a pod pending: no node
+    can go alone). `searched` says how the mix was found; `replays` how many placements it took."""
+
+    counts: tuple[tuple[str, int], ...]
+    cost: float
+    result: PlacementResult
+    one_fewer: tuple[tuple[str, PlacementResult], ...]
+    unservable: tuple[Pending, ...]
+    searched: str
+    replays: int
+
+
+def _with(counts: tuple[int, ...], i: int, n: int) -> tuple[int, ...]:
+    return (*counts[:i], n, *counts[i + 1 :])
+
+
+def size_mix(fleet: Fleet, pools: list[Pool], alone: list[Sizing]) -> Blend | None:
+    """The cheapest mix of pools found after which every pending pod some pool serves schedules (None with fewer
+    than two pools). Searched so: a first-fit packing over all pools (a pod no open node takes opens a node of the
+    cheapest pool accepting it), topped up while pods stay pending; then each pool's nodes, the dearest pool first,
+    taken off while every servable pod still schedules (down in growing steps, then bisected), passes repeated until
+    none goes; the mix is then weighed against each pool sized alone, and the cheaper kept."""
+    if len(pools) < 2:
+        return None
+    zero = fleet.with_pools([])
+    waiting = fleet.pending_models(zero)
+    refused = set.intersection(*(_never(fleet, pool, waiting) for pool in pools))  # no pool's empty node takes them
+    replays = {"n": 0}
+    seen: dict[tuple[int, ...], PlacementResult] = {}
+
+    def replay(counts: tuple[int, ...]) -> PlacementResult:
+        if counts not in seen:
+            replays["n"] += 1
+            seen[counts] = fleet.with_pools(list(zip(pools, counts, strict=True)))
+            if len(seen) > 3:
+                seen.pop(next(iter(seen)))
+        return seen[counts]
+
+    left: dict[tuple[int, ...], set[str]] = {}
+
+    def enough(counts: tuple[int, ...]) -> bool:
+        if counts not in left:
+            left[counts] = {p.key for p in replay(counts).pending}
+        return left[counts] <= refused
+
+    packed = _pack(fleet, pools, [p for p in waiting if p.key not in refused])
+    counts = tuple(min(packed[p.name], p.max) for p in pools)
+    while not enough(counts):  # short: pack what stays pending again, each pool at most its max
+        more = _pack(fleet, pools, fleet.pending_models(replay(counts)))
+        topped = tuple(min(c + more[p.name], p.max) for p, c in zip(pools, counts, strict=True))
+        if topped == counts:  # every pool at its max, or none takes what is left: the rest is unservable
+            refused |= left[counts]
+            break
+        counts = topped
+    dearest = sorted(range(len(pools)), key=lambda i: -pools[i].cost)
+    changed = True
+    while changed:
+        changed = False
+        for i in dearest:
+            base = counts
+
+            def enough_at(n: int, base: tuple[int, ...] = base, i: int = i) -> bool:
+                return n >= 0 and enough(_with(base, i, n))
+
+            fewest = _least(-1, counts[i], enough_at)
+            if fewest < counts[i]:
+                counts, changed = _with(counts, i, fewest), True
+    cost = sum(p.cost * c for p, c in zip(pools, counts, strict=True))
+    how = (
+        "packed first-fit over all pools (cheapest pool first for a pod no open node takes), then each pool's "
+        "nodes taken off, the dearest pool first, while every pod a pool serves still schedules"
+    )
+    best = next((s for s in sorted(alone, key=lambda s: s.cost) if {p.key for p in s.unservable} <= refused), None)
+    if best is not None and best.cost <= cost:
+        pool = next(p for p in pools if p.name == best.pool)
+        counts = tuple(best.nodes if p is pool else 0 for p in pools)
+        cost = best.cost
+        how += f"; pool {best.pool} alone costs no more and is kept"
+    result = replay(counts)
+    fewer = tuple(
+        (p.name, replay(_with(counts, i, c - 1))) for i, (p, c) in enumerate(zip(pools, counts, strict=True)) if c
+    )
+    used = tuple((p.name, c) for p, c in zip(pools, counts, strict=True) if c)
+    return Blend(used, cost, result, fewer, _unservable(result, refused), how, replays["n"])

@@ -9,7 +9,7 @@ from gpushare.domain import kinds
 from gpushare.placement.report import _table, pending_dict, preempted_dict
 from gpushare.planner.defrag import Defrag, Fragmentation, Move, Where
 from gpushare.planner.headroom import Headroom
-from gpushare.planner.pools import Sizing
+from gpushare.planner.pools import Blend, Sizing
 
 
 def headroom_dict(h: Headroom) -> dict[str, Any]:
@@ -37,6 +37,19 @@ def sizing_dict(s: Sizing) -> dict[str, Any]:
         "one_fewer_leaves": [pending_dict(p) for p in s.one_fewer.pending] if s.one_fewer is not None else [],
         "unservable": [pending_dict(p) for p in s.unservable],
         "preempts": [preempted_dict(v) for v in s.result.preempted],
+    }
+
+
+def mix_dict(m: Blend) -> dict[str, Any]:
+    return {
+        "pools": [{"pool": pool, "nodes": n} for pool, n in m.counts],
+        "cost": m.cost,
+        "one_fewer_leaves": [
+            {"pool": pool, "pending": [pending_dict(p) for p in result.pending]} for pool, result in m.one_fewer
+        ],
+        "unservable": [pending_dict(p) for p in m.unservable],
+        "searched": m.searched,
+        "replays": m.replays,
     }
 
 
@@ -79,12 +92,19 @@ def defrag_dict(d: Defrag | None) -> dict[str, Any]:
 
 
 def write(
-    answers: list[Headroom], sizings: list[Sizing], defrag: Defrag | None, unit: str, output: str, out: TextIO
+    answers: list[Headroom],
+    sizings: list[Sizing],
+    mix: Blend | None,
+    defrag: Defrag | None,
+    unit: str,
+    output: str,
+    out: TextIO,
 ) -> None:
     if output == "json":
         doc: dict[str, Any] = {"apiVersion": kinds.API_VERSION, "kind": kinds.CAPACITY_REPORT, "unit": unit}
         doc["templates"] = [headroom_dict(h) for h in answers]
         doc["add"] = [sizing_dict(s) for s in sizings]
+        doc["mix"] = mix_dict(mix) if mix is not None else None
         doc["pending"] = [fragmentation_dict(f) for f in defrag.pending] if defrag is not None else []
         doc["defrag"] = defrag_dict(defrag)
         out.write(jsontext.dumps(doc) + "\n")
@@ -93,7 +113,7 @@ def write(
     if answers:
         sections.append(_headroom_lines(answers, unit))
     if sizings:
-        sections.append(_sizing_lines(sizings))
+        sections.append(_sizing_lines(sizings, mix))
     if defrag is not None and defrag.pending:
         sections.append(_defrag_lines(defrag, unit))
     if not sections:
@@ -149,7 +169,7 @@ def _defrag_lines(d: Defrag, unit: str) -> list[str]:
     return lines
 
 
-def _sizing_lines(sizings: list[Sizing]) -> list[str]:
+def _sizing_lines(sizings: list[Sizing], mix: Blend | None) -> list[str]:
     rows = [["POOL", "ADD NODES", "COST", "UNSERVABLE PODS"]]
     rows += [[s.pool, str(s.nodes), f"{s.cost:g}", str(len(s.unservable))] for s in sizings]
     lines = _table(rows)
@@ -164,7 +184,17 @@ def _sizing_lines(sizings: list[Sizing]) -> list[str]:
             more = f" and {len(s.result.preempted) - 5} more" if len(s.result.preempted) > 5 else ""
             lines.append(f"{s.pool}: with {s.nodes} added, pending pods still preempt {victims}{more}")
     if len(sizings) > 1:
-        lines.append("each pool sized alone, cheapest first (mixes of pools are not searched)")
+        lines.append("each pool sized alone, cheapest first")
+    if mix is not None:
+        added = " + ".join(f"{n} of {pool}" for pool, n in mix.counts) or "no node"
+        lines += ["", f"cheapest mix found: {added} (cost {mix.cost:g}, {mix.replays} placements)"]
+        for pool, result in mix.one_fewer:
+            if result.pending:
+                first = result.pending[0]
+                lines.append(f"mix: with one {pool} fewer, {first.key} stays pending: {first.message}")
+        for p in mix.unservable[:5]:
+            lines.append(f"mix: {p.key} stays pending: {p.message}")
+        lines.append(f"searched: {mix.searched}")
     return lines
 
 

@@ -20,7 +20,7 @@ from test_differential import create, delete, outcome, scheduler  # noqa: F401  
 from gpushare.domain.scoringprofiles import scoring_profile
 from gpushare.kube.documents import Source, from_objects
 from gpushare.placement import Semantics
-from gpushare.planner.pools import Fleet, copies, read_pool, size_pool
+from gpushare.planner.pools import Fleet, copies, read_pool, size, size_mix, size_pool
 
 pytestmark = pytest.mark.e2e
 
@@ -76,3 +76,50 @@ def test_the_pool_nodes_the_answer_names_bind_every_pod(cluster: Any, scheduler:
 def unbound(core: Any, pods: list[dict[str, Any]]) -> list[str]:
     names = [p["metadata"]["name"] for p in pods]
     return [n for n in names if not core.read_namespaced_pod(n, "default").spec.node_name]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_mix_of_pools_the_answer_names_binds_every_pod(cluster: Any, scheduler: Any, seed: int) -> None:  # noqa: F811
+    """Two pools: big pods only a 48 GiB GPU holds (one a GPU), small pods that select the small pool (one a
+    24 GiB GPU): the mix adds exactly one node a pod, and once its nodes join every pod binds."""
+    core, apps, log, standin = scheduler
+    rng = random.Random(seed)
+    case = Scenario(seed=seed)
+    full, status = gpu_node(f"x{seed}-full", 1, 8)
+    case.nodes.append({**full, "spec": {}, **status})
+    small_node, small_status = gpu_node(f"x{seed}-small", 1, 24, {"pool": "small"})
+    small_node["metadata"]["annotations"] = {"gpushare.io/pool-cost": "1"}
+    large_node, large_status = gpu_node(f"x{seed}-large", 1, 48)
+    large_node["metadata"]["annotations"] = {"gpushare.io/pool-cost": "3"}
+    pools = [
+        read_pool(Source({**n, **st}, "pool.yaml"))
+        for n, st in ((small_node, small_status), (large_node, large_status))
+    ]
+    bigs = [replica(f"huge{i}", rng.randint(30, 40)) for i in range(rng.randint(1, 2))]
+    smalls = [replica(f"small{i}", rng.randint(13, 20)) for i in range(rng.randint(1, 3))]
+    for pod in smalls:
+        pod["spec"]["nodeSelector"] = {"pool": "small"}
+    pending = bigs + smalls
+    semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(cluster.minor))
+    fleet = Fleet(from_objects(case.nodes, "nodes"), [], from_objects(pending, "pods"), semantics)
+    mix = size_mix(fleet, pools, size(fleet, pools))
+    assert mix is not None and dict(mix.counts) == {pools[0].name: len(smalls), pools[1].name: len(bigs)}
+    assert not mix.result.pending and all(result.pending for _, result in mix.one_fewer)
+    made = [
+        {**c.obj, "spec": {}, **st}
+        for p, st in zip(pools, (small_status, large_status), strict=True)
+        for c in copies(p, dict(mix.counts)[p.name])
+    ]
+    create(core, apps, case, standin, log)
+    try:
+        for pod in pending:
+            core.create_namespaced_pod("default", pod)
+            assert outcome(core, pod["metadata"]["name"], log) is None
+        for node in made:
+            add_node(core, node)
+            case.nodes.append(node)
+        for pod in pending:
+            assert bound_to(core, pod["metadata"]["name"]) is not None, (seed, pod["metadata"]["name"])
+    finally:
+        case.pods = pending
+        delete(core, apps, case)
