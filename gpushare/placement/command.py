@@ -43,7 +43,8 @@ COMPARE_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {
 RENAMED = {"gpu-memory-unit": SCHEDULING_UNIT}
 
 
-def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
+def add_fleet(p: argparse.ArgumentParser) -> None:
+    """The fleet's flags, as every command that reads one takes them: files, or a live cluster."""
     p.add_argument(
         "--nodes",
         action="append",
@@ -66,6 +67,10 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help="read nodes and running pods from a live cluster instead (read-only)",
     )
     p.add_argument("--context", help="kubeconfig context")
+
+
+def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
+    add_fleet(p)
     p.add_argument(
         "--semantics",
         choices=("ack", "upstream"),

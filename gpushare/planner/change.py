@@ -24,7 +24,7 @@ from gpushare.kube.documents import Objects, Source, from_objects
 from gpushare.kube.installed import UnitReading
 from gpushare.kube.nodes import NodeInfo, read_node
 from gpushare.placement.model import Semantics
-from gpushare.planner.impact import Impact, impact, relabelled
+from gpushare.planner.impact import Impact, gpu_node, impact, relabelled
 from gpushare.planner.stackdiff import ObjectChange, compare
 from gpushare.policy.engine import ClusterFacts, Finding, Subject, evaluate
 from gpushare.policy.rules import RULES
@@ -85,8 +85,7 @@ def _side(side: Side | InstallerSettings | Mapping[str, Any] | None) -> Side:
 
 
 def _gpu_nodes(nodes: Sequence[Source]) -> list[NodeInfo]:
-    """The nodes that report GPU memory: those a change of GPU labels concerns."""
-    return [n for n in (read_node(s) for s in nodes) if n is not None and n.gpu_mem > 0]
+    return [n for n in (gpu_node(s) for s in nodes) if n is not None]
 
 
 def _modes(nodes: Sequence[Source]) -> dict[str, str]:

@@ -48,24 +48,7 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help="the cluster's Kubernetes, for a side whose settings name none (default: the live cluster's with "
         "--kubeconfig, else the newest gpushare models)",
     )
-    p.add_argument(
-        "--nodes",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="the fleet: Node objects (kubectl get nodes -o yaml); repeatable",
-    )
-    p.add_argument(
-        "--existing",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="pods running on it (kubectl get pods -A -o yaml) and unhealthy-gpu-<node> ConfigMaps",
-    )
-    p.add_argument(
-        "--kubeconfig", nargs="?", const="", metavar="FILE", help="read the fleet from a live cluster (read-only)"
-    )
-    p.add_argument("--context", help="kubeconfig context")
+    placement.add_fleet(p)
     p.add_argument("workloads", nargs="*", help="pending pods and controllers, placed on both sides")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output form")
     p.add_argument(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from gpushare.domain.kubescheduler import GPU_NODE_MODE
 from gpushare.domain.labels import ANN_PREFIX
 from gpushare.kube.documents import Source
+from gpushare.kube.nodes import NodeInfo, read_node
 from gpushare.placement.inputs import Inventory, build
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.plugins.gpushare import kind
@@ -67,13 +68,18 @@ class Impact:
     after: PlacementResult
 
 
+def gpu_node(src: Source) -> NodeInfo | None:
+    """The node, if it reports GPU memory: the nodes a change of GPU labels concerns."""
+    info = read_node(src)
+    return info if info is not None and info.gpu_mem > 0 else None
+
+
 def relabelled(nodes: Iterable[Source], labels: Sequence[tuple[str, str | None]]) -> list[Source]:
     """The nodes as the change leaves them: each node that reports GPU memory labelled as `kubectl label
     --overwrite` would (a None value removes the label)."""
     changed = []
     for src in nodes:
-        capacity = ((src.obj.get("status") or {}).get("capacity")) or {}
-        if src.kind != "Node" or not labels or str(capacity.get("aliyun.com/gpu-mem", "0")) in ("", "0"):
+        if not labels or gpu_node(src) is None:
             changed.append(src)
             continue
         obj = copy.deepcopy(src.obj)
