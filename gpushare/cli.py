@@ -67,6 +67,13 @@ COMMANDS: dict[str, Command] = {
         "the pending pods whose outcome changes. Exit 0 when no rule blocks the change, 1 when one does, 2 on "
         "unusable input.",
     ),
+    "snapshot": Command(
+        "gpushare.live.command",
+        "copy a live cluster to files for offline work (read-only)",
+        "List the cluster's nodes, pods and what placement reads (paginated, trimmed) into a directory that place, "
+        "capacity, validate, diff and doctor read offline. Written whole or not at all. Exit 2 on an unreachable or "
+        "refusing cluster.",
+    ),
     "inspect": Command(
         "gpushare.placement.command",
         "per-GPU allocation, like kubectl inspect gpushare",

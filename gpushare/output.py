@@ -23,7 +23,7 @@ import struct
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,12 +43,12 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _marker(files: dict[str, str]) -> str:
+def _marker(digests: dict[str, str]) -> str:
     doc = {
         "apiVersion": kinds.API_VERSION,
         "kind": "RenderOutput",
         "generator": f"gpushare {__version__}",
-        "files": {rel: _sha(text) for rel, text in sorted(files.items())},
+        "files": dict(sorted(digests.items())),
     }
     return json.dumps(doc, indent=2) + "\n"
 
@@ -236,23 +236,67 @@ def _swap(new: Path, step: Plan) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def write_tree(output: str | Path, files: dict[str, str], force: bool = False) -> Plan:
-    """Write `files` under the target directory, with the marker, as one swap."""
-    step = plan(output, tree=True, force=force)
+class Staged:
+    """A tree being built beside its target: each file written whole or streamed, and hashed as it is written, for
+    the marker that later lets gpushare tell its own output from a user's."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.digests: dict[str, str] = {}
+        #: How the target was written, once it is (None until the swap).
+        self.plan: Plan | None = None
+
+    def _path(self, rel: str) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def write(self, rel: str, text: str) -> None:
+        self._path(rel).write_text(text, encoding="utf-8")
+        self.digests[rel] = _sha(text)
+
+    @contextlib.contextmanager
+    def stream(self, rel: str) -> Iterator[Callable[[bytes], None]]:
+        """A function that appends bytes to the file, for output too large to hold (a cluster's pods)."""
+        digest = hashlib.sha256()
+        with open(self._path(rel), "wb") as handle:
+
+            def append(chunk: bytes) -> None:
+                handle.write(chunk)
+                digest.update(chunk)
+
+            yield append
+        self.digests[rel] = digest.hexdigest()
+
+
+@contextlib.contextmanager
+def staged_tree(output: str | Path, force: bool = False, field: str = "--output") -> Iterator[Staged]:
+    """A directory target written as one swap: the files go to a staging directory beside it, then the marker, then
+    the renames; an error or an interrupt on the way removes the staging directory and leaves the target as it
+    was."""
+    step = plan(output, tree=True, force=force, field=field)
     with _failures(step.target):
         _make_parent(step.target)
         staging = Path(tempfile.mkdtemp(prefix=f".{step.target.name}.", dir=step.target.parent))
         try:
-            for rel, text in {**files, MARKER: _marker(files)}.items():
-                path = staging / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
+            staged = Staged(staging)
+            yield staged
+            (staging / MARKER).write_text(_marker(staged.digests), encoding="utf-8")
             os.chmod(staging, 0o755)
             _swap(staging, step)
+            staged.plan = step
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-    return step
+
+
+def write_tree(output: str | Path, files: dict[str, str], force: bool = False) -> Plan:
+    """Write `files` under the target directory, with the marker, as one swap."""
+    with staged_tree(output, force) as staged:
+        for rel, text in files.items():
+            staged.write(rel, text)
+    assert staged.plan is not None
+    return staged.plan
 
 
 def write_file(

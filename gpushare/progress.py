@@ -17,10 +17,10 @@ def wanted(quiet: bool = False) -> bool:
 
 
 @contextmanager
-def progress(total: int, unit: str, enabled: bool, step: bool = False) -> Iterator[Callable[..., None]]:
+def progress(total: int | None, unit: str, enabled: bool, step: bool = False) -> Iterator[Callable[..., None]]:
     """A `tick()` to call once per unit of work, or with `step`, an `advance(n)` for n units at once (bytes read);
-    a no-op unless enabled."""
-    if not enabled or total < _BATCH:
+    a no-op unless enabled. A None total: a count and a rate, for work whose size is learnt as it goes."""
+    if not enabled or (total is not None and total < _BATCH):
         yield _nothing
         return
     from tqdm import tqdm
@@ -29,7 +29,7 @@ def progress(total: int, unit: str, enabled: bool, step: bool = False) -> Iterat
     bar = tqdm(
         total=total,
         unit=unit if step else f" {unit}",
-        unit_scale=step,
+        unit_scale=step and total is not None,
         delay=delay,
         file=sys.stderr,
         leave=False,

@@ -1,0 +1,219 @@
+"""A live cluster copied to files for offline work: what `place`, `capacity`, `validate`, `diff` and `doctor` read.
+
+Read-only: list calls only, paginated (`limit`/`continue`) so neither the API server nor gpushare holds a whole
+fleet's pods at once; each page's items are trimmed to what gpushare reads (no managedFields; a pod to its shape)
+and written out at once, in kubectl's JSON List layout, which the fast reader cuts item by item. The files go to a
+staging directory that replaces the target only once every list call has finished: an unreachable server, a
+refused token, a list cut midway (its continue token expired) or Ctrl-C leave nothing behind.
+
+    nodes.json      Nodes (`--nodes`)
+    existing.json   bound pods, kube-system's unhealthy-gpu-<node> ConfigMaps, and what placement reads besides
+                    (ReplicaSets, StatefulSets, ReplicationControllers, Services, Namespaces, ResourceQuotas,
+                    PriorityClasses, PodDisruptionBudgets) (`--existing`)
+    pending.json    pods no node holds yet, not finished (the pending workloads)
+    daemonsets.json DaemonSets (the device plugins and the cGPU installer, which `doctor` checks)
+    snapshot.json   when, from which server and version, what each file holds, and what could not be read
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpushare.domain import kinds, labels
+from gpushare.kube.cluster import Cluster, ClusterError, translated
+from gpushare.kube.shapes import trim
+from gpushare.output import Plan, Staged, staged_tree
+
+#: Items asked for in one list call: kubectl's own page size.
+PAGE = 500
+#: Pods that ended hold nothing and wait for nothing.
+_FINISHED = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One list call: the kind of its items, their apiVersion, the client method and its fixed arguments, and
+    whether the snapshot is useless without it (else it is noted as not read)."""
+
+    kind: str
+    api_version: str
+    method: str
+    api: str = "core"
+    args: tuple[tuple[str, Any], ...] = ()
+    required: bool = False
+    keep: Callable[[dict[str, Any]], bool] = lambda _: True
+
+
+def _unhealthy_map(obj: dict[str, Any]) -> bool:
+    return str((obj.get("metadata") or {}).get("name", "")).startswith(labels.UNHEALTHY_CONFIGMAP_PREFIX)
+
+
+def _bound(pod: dict[str, Any]) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def _waiting(pod: dict[str, Any]) -> bool:
+    return not _bound(pod) and (pod.get("status") or {}).get("phase") not in _FINISHED
+
+
+#: Each file and the list calls that fill it, in the order they are made.
+FILES: dict[str, tuple[Listing, ...]] = {
+    "nodes.json": (Listing("Node", "v1", "list_node", required=True),),
+    "existing.json": (
+        Listing(
+            "Pod", "v1", "list_pod_for_all_namespaces", args=(("field_selector", "spec.nodeName!="),), required=True
+        ),
+        Listing(
+            "ConfigMap",
+            "v1",
+            "list_namespaced_config_map",
+            args=(("namespace", "kube-system"),),
+            keep=_unhealthy_map,
+        ),
+        Listing("ReplicaSet", "apps/v1", "list_replica_set_for_all_namespaces", api="apps"),
+        Listing("StatefulSet", "apps/v1", "list_stateful_set_for_all_namespaces", api="apps"),
+        Listing("ReplicationController", "v1", "list_replication_controller_for_all_namespaces"),
+        Listing("Service", "v1", "list_service_for_all_namespaces"),
+        Listing("Namespace", "v1", "list_namespace"),
+        Listing("ResourceQuota", "v1", "list_resource_quota_for_all_namespaces"),
+        Listing("PriorityClass", "scheduling.k8s.io/v1", "list_priority_class", api="scheduling"),
+        Listing("PodDisruptionBudget", "policy/v1", "list_pod_disruption_budget_for_all_namespaces", api="policy"),
+    ),
+    "pending.json": (
+        Listing(
+            "Pod", "v1", "list_pod_for_all_namespaces", args=(("field_selector", "spec.nodeName="),), keep=_waiting
+        ),
+    ),
+    "daemonsets.json": (Listing("DaemonSet", "apps/v1", "list_daemon_set_for_all_namespaces", api="apps"),),
+}
+
+_HEAD = b'{\n    "apiVersion": "v1",\n    "items": ['
+_TAIL = b'\n    ],\n    "kind": "List",\n    "metadata": {\n        "resourceVersion": ""\n    }\n}\n'
+
+
+def _item(obj: dict[str, Any]) -> bytes:
+    """One item as kubectl lays it out in a List: json.dumps with an indent of 4, at the items' depth."""
+    text = json.dumps(obj, indent=4, ensure_ascii=False)
+    return ("\n" + "\n".join(f"        {line}" for line in text.splitlines())).encode("utf-8")
+
+
+@dataclass
+class Snapshot:
+    """What was written: objects per file and kind, the server's version, and what could not be read."""
+
+    output: Path
+    version: str | None
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    plan: Plan | None = None
+
+
+def pages(cluster: Cluster, listing: Listing, page: int) -> Iterator[list[dict[str, Any]]]:
+    """The items of one list call, a page at a time (`limit`/`continue`), each with its kind and apiVersion."""
+    api = getattr(cluster, listing.api)
+    method = getattr(api, listing.method)
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = dict(listing.args)
+        kwargs["limit"] = page
+        if token:
+            kwargs["_continue"] = token
+        with translated():
+            response = method(**kwargs, _preload_content=False)
+            body = json.loads(response.data)
+        items = body.get("items") or []
+        for item in items:
+            item["kind"], item["apiVersion"] = listing.kind, listing.api_version
+        yield items
+        token = (body.get("metadata") or {}).get("continue") or None
+        if not token:
+            return
+
+
+def take(
+    kubeconfig: str | None,
+    output: str | Path,
+    *,
+    context: str | None = None,
+    force: bool = False,
+    page: int = PAGE,
+    expect_minor: int | None = None,
+    tick: Callable[[int], None] = lambda _: None,
+) -> Snapshot:
+    """Copy the cluster into `output` (a directory, written whole or not at all). `expect_minor`: refuse a cluster
+    of another Kubernetes minor (a ClusterError naming both). `tick(n)` is told of each page's items."""
+    cluster = Cluster(kubeconfig, context)
+    version = _version(cluster, expect_minor)
+    taken = Snapshot(Path(output), version)
+    with staged_tree(output, force) as staged:
+        for name, listings in FILES.items():
+            taken.counts[name] = _write_list(staged, name, listings, cluster, page, taken.skipped, tick)
+        manifest = {
+            "apiVersion": kinds.API_VERSION,
+            "kind": kinds.SNAPSHOT,
+            "taken": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "server": cluster.api.configuration.host,
+            "version": version,
+            "files": taken.counts,
+            "skipped": taken.skipped,
+        }
+        staged.write("snapshot.json", json.dumps(manifest, indent=2) + "\n")
+    taken.plan = staged.plan
+    return taken
+
+
+def _version(cluster: Cluster, expect_minor: int | None) -> str | None:
+    try:
+        version = str(cluster.call(cluster.version_api.get_code).git_version)
+    except ClusterError:
+        if expect_minor is not None:
+            raise
+        return None
+    if expect_minor is not None:
+        found = version.lstrip("v").split(".")
+        minor = int("".join(c for c in found[1] if c.isdigit()) or -1) if len(found) > 1 else -1
+        if minor != expect_minor:
+            raise ClusterError(f"the cluster runs Kubernetes {version}, not 1.{expect_minor} (--kube-version)")
+    return version
+
+
+def _write_list(
+    staged: Staged,
+    name: str,
+    listings: tuple[Listing, ...],
+    cluster: Cluster,
+    page: int,
+    skipped: list[str],
+    tick: Callable[[int], None],
+) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    with staged.stream(name) as append:
+        append(_HEAD)
+        first = True
+        for listing in listings:
+            started = False
+            try:
+                for items in pages(cluster, listing, page):
+                    started = True
+                    tick(len(items))
+                    for item in items:
+                        if not listing.keep(item):
+                            continue
+                        append((b"" if first else b",") + _item(trim(item)))
+                        first = False
+                        counts[listing.kind] = counts.get(listing.kind, 0) + 1
+            except ClusterError as exc:
+                if started:  # a list cut midway would leave a part of it: the snapshot is not written
+                    raise ClusterError(
+                        f"listing {listing.kind}s was cut midway, take the snapshot again: {exc}"
+                    ) from None
+                if listing.required:
+                    raise
+                skipped.append(f"{listing.kind}s not read ({exc})")
+        append(_TAIL)
+    return counts
