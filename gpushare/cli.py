@@ -74,6 +74,13 @@ COMMANDS: dict[str, Command] = {
         "capacity, validate, diff and doctor read offline. Written whole or not at all. Exit 2 on an unreachable or "
         "refusing cluster.",
     ),
+    "doctor": Command(
+        "gpushare.live.command",
+        "check a cluster's GPU-sharing ledger: annotations, plugins, config (read-only)",
+        "Check what the pods bound to each GPU hold (the extender's annotations), the device plugin and cGPU installer "
+        "each GPU node needs, the scheduler configuration and the unit, live (--kubeconfig) or on a snapshot's files. "
+        "Exit 0 clean or warnings only, 1 on errors (--strict: warnings too), 2 on unusable input.",
+    ),
     "inspect": Command(
         "gpushare.placement.command",
         "per-GPU allocation, like kubectl inspect gpushare",

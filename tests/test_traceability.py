@@ -14,7 +14,7 @@ from helpers import REPO
 from gpushare.policy.rules import RULES
 
 FACTS = REPO / "docs" / "facts.md"
-RULE_ID = re.compile(r"\bG[SWNC]\d{3}\b")
+RULE_ID = re.compile(r"\bG[SWNCL]\d{3}\b")
 ENFORCED_BY = "enforced by"
 
 

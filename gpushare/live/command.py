@@ -1,5 +1,5 @@
-"""`gpushare snapshot`: a live cluster copied to files, read-only, for `place`, `capacity`, `validate`, `diff` and
-`doctor` to read offline."""
+"""`gpushare snapshot` (a live cluster copied to files, read-only, for `place`, `capacity`, `validate`, `diff` and
+`doctor` to read offline) and `gpushare doctor` (its GPU-sharing ledger checked, live or from those files)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ import argparse
 import json
 import sys
 
+from gpushare.arguments import scheduler_name
 from gpushare.domain.versions import parse_kube_version
-from gpushare.errors import counted
-from gpushare.live import snapshot
+from gpushare.errors import InputError, counted
+from gpushare.live import doctor, snapshot
+from gpushare.live.ledger import ASSUME_TIMEOUT
+from gpushare.policy.command import write_report
+from gpushare.policy.validate import read_inputs
 from gpushare.progress import progress, wanted
 
 DEFAULT_DIR = "gpushare-snapshot"
@@ -25,7 +29,20 @@ def _page(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError(f"--assume-timeout {text!r}: expected seconds, more than 0")
+    return value
+
+
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
+    if command == "doctor":
+        _doctor_arguments(p)
+        return
     p.add_argument(
         "--kubeconfig", metavar="FILE", help="the cluster's kubeconfig (default: $KUBECONFIG, ~/.kube/config)"
     )
@@ -55,7 +72,64 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary line")
 
 
+def _doctor_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", help="a snapshot's directory or files (default: --kubeconfig's cluster, live)")
+    p.add_argument(
+        "--kubeconfig", nargs="?", const="", metavar="FILE", help="read the cluster live (read-only) instead of files"
+    )
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument(
+        "--kube-version",
+        metavar="VERSION",
+        help="the cluster's Kubernetes (default: the live cluster's, or the snapshot's)",
+    )
+    p.add_argument(
+        "--scheduler-name",
+        action="append",
+        type=scheduler_name,
+        metavar="NAME",
+        help=f"a spec.schedulerName GPU sharing serves (repeatable; default: {', '.join(doctor.SERVED)})",
+    )
+    p.add_argument(
+        "--assume-timeout",
+        type=_seconds,
+        default=ASSUME_TIMEOUT,
+        metavar="SECONDS",
+        help=f"a pod assumed by the extender this long and never allocated is reported (default {ASSUME_TIMEOUT:g})",
+    )
+    p.add_argument("-o", "--output", choices=("text", "json", "sarif"), default="text", help="output form")
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal after 2 s)")
+
+
 def main(args: argparse.Namespace) -> int:
+    if args.command == "doctor":
+        return _doctor(args)
+    return _snapshot(args)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    if args.kube_version:
+        parse_kube_version(args.kube_version, "--kube-version")
+    if args.paths and args.kubeconfig is not None:
+        raise InputError("paths", ", ".join(args.paths), "files or --kubeconfig, not both")
+    if args.paths:
+        sources = read_inputs(args.paths, show_progress=wanted(args.quiet))
+        version = None
+        if not any(s.kind == "Node" for s in sources):
+            raise InputError("paths", ", ".join(args.paths), "a snapshot's files, with its Nodes (they hold none)")
+    else:
+        sources, version = doctor.read_live(args.kubeconfig or None, args.context)
+    report = doctor.doctor(
+        sources,
+        kube_version=args.kube_version or version,
+        served=args.scheduler_name or doctor.SERVED,
+        assume_timeout=args.assume_timeout,
+    )
+    return write_report(report, args.output, args.strict)
+
+
+def _snapshot(args: argparse.Namespace) -> int:
     minor = parse_kube_version(args.kube_version, "--kube-version").minor if args.kube_version else None
     with progress(None, "objects", wanted(args.quiet), step=True) as advance:
         taken = snapshot.take(

@@ -7,7 +7,8 @@ staging directory that replaces the target only once every list call has finishe
 refused token, a list cut midway (its continue token expired) or Ctrl-C leave nothing behind.
 
     nodes.json      Nodes (`--nodes`)
-    existing.json   bound pods, kube-system's unhealthy-gpu-<node> ConfigMaps, and what placement reads besides
+    existing.json   bound pods, kube-system's unhealthy-gpu-<node> ConfigMaps and scheduler configurations, and
+                    what placement reads besides
                     (ReplicaSets, StatefulSets, ReplicationControllers, Services, Namespaces, ResourceQuotas,
                     PriorityClasses, PodDisruptionBudgets) (`--existing`)
     pending.json    pods no node holds yet, not finished (the pending workloads)
@@ -49,8 +50,11 @@ class Listing:
     keep: Callable[[dict[str, Any]], bool] = lambda _: True
 
 
-def _unhealthy_map(obj: dict[str, Any]) -> bool:
-    return str((obj.get("metadata") or {}).get("name", "")).startswith(labels.UNHEALTHY_CONFIGMAP_PREFIX)
+def _kept_map(obj: dict[str, Any]) -> bool:
+    """kube-system's ConfigMaps that matter: the GPUs marked unhealthy, and scheduler configurations (doctor)."""
+    if str((obj.get("metadata") or {}).get("name", "")).startswith(labels.UNHEALTHY_CONFIGMAP_PREFIX):
+        return True
+    return any("KubeSchedulerConfiguration" in str(v) or "Policy" in str(v) for v in (obj.get("data") or {}).values())
 
 
 def _bound(pod: dict[str, Any]) -> bool:
@@ -73,7 +77,7 @@ FILES: dict[str, tuple[Listing, ...]] = {
             "v1",
             "list_namespaced_config_map",
             args=(("namespace", "kube-system"),),
-            keep=_unhealthy_map,
+            keep=_kept_map,
         ),
         Listing("ReplicaSet", "apps/v1", "list_replica_set_for_all_namespaces", api="apps"),
         Listing("StatefulSet", "apps/v1", "list_stateful_set_for_all_namespaces", api="apps"),

@@ -16,7 +16,7 @@ from gpushare.errors import InputError
 from gpushare.policy import report as reporting
 from gpushare.policy.engine import ClusterFacts
 from gpushare.policy.rules import RULES
-from gpushare.policy.validate import read_inputs, validate
+from gpushare.policy.validate import Report, read_inputs, validate
 from gpushare.progress import wanted
 
 #: What `place` serves by default (its default semantics, ack, and that profile's scheduler mode).
@@ -75,13 +75,18 @@ def main(args: argparse.Namespace) -> int:
         # the scheduler `place` serves by default, so both commands call the same GPU pods not served (GW214)
         facts["scheduler_name"] = facts["scheduler_name"] or DEFAULT_SERVED
         report = validate(sources, ClusterFacts(**facts, flags=True), wanted(args.quiet))
-    if args.output == "json":
+    return write_report(report, args.output, args.strict)
+
+
+def write_report(report: Report, output: str, strict: bool = False) -> int:
+    """The findings in the form asked for (text, json, sarif), and the exit code they give."""
+    if output == "json":
         print(jsontext.dumps(reporting.to_dict(report)))
-    elif args.output == "sarif":
+    elif output == "sarif":
         print(jsontext.dumps(reporting.to_sarif(report, RULES)))
     else:
         sys.stdout.write(reporting.to_text(report))
-    return int(report.exit_code(args.strict))
+    return int(report.exit_code(strict))
 
 
 #: `rules` text: a rule's fix and reasons hang under its ID line.

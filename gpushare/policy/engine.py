@@ -23,7 +23,9 @@ if TYPE_CHECKING:  # pydantic's models cost validate 0.1 s to import, for pods t
     from gpushare.settings.model import InstallerSettings
 
 Severity = Literal["error", "warning"]
-Target = Literal["settings", "workload", "node", "cluster"]
+#: What a rule reads: the installer settings, a workload, a Node manifest, the cluster's facts, or (doctor) a bound
+#: GPU pod, a GPU node with what runs on it, or the whole GPU-sharing ledger.
+Target = Literal["settings", "workload", "node", "cluster", "gpu-pod", "gpu-node", "ledger"]
 Offence = tuple[str, Any, str]
 
 

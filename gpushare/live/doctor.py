@@ -1,0 +1,78 @@
+"""`doctor`: a cluster's GPU-sharing ledger checked by the rules (GL6xx), with its Nodes' own rules (GN3xx), on a
+live read or on a snapshot's files. Read-only; reports like `validate`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from gpushare.domain import kinds, profiles
+from gpushare.kube.cluster import Cluster, ClusterError
+from gpushare.kube.documents import Source
+from gpushare.kube.fields import mapping
+from gpushare.live.ledger import ASSUME_TIMEOUT, read_ledger
+from gpushare.live.snapshot import FILES, Listing, pages
+from gpushare.policy.engine import ClusterFacts, Subject, evaluate
+from gpushare.policy.rules import RULES
+from gpushare.policy.validate import Report
+
+#: The schedulerName values served unless told: ACK's managed scheduler and the open-source secondary one.
+SERVED = (profiles.DEFAULT_SCHEDULER_NAME, profiles.SECONDARY_SCHEDULER_NAME)
+_TARGETS = ("node", "gpu-pod", "gpu-node", "ledger")
+#: What a live doctor reads: the snapshot's Nodes, bound Pods, kube-system ConfigMaps and DaemonSets.
+LEDGER_KINDS = ("Node", "Pod", "ConfigMap", "DaemonSet")
+
+
+def _listings() -> list[Listing]:
+    found = [listing for listings in FILES.values() for listing in listings if listing.kind in LEDGER_KINDS]
+    return [listing for listing in found if "spec.nodeName=" not in dict(listing.args).get("field_selector", "")]
+
+
+def read_live(kubeconfig: str | None, context: str | None = None) -> tuple[list[Source], str | None]:
+    """The objects the ledger needs, read from a live cluster (each list paginated), and its version."""
+    cluster = Cluster(kubeconfig, context)
+    found: list[Source] = []
+    for listing in _listings():
+        for items in pages(cluster, listing, 500):
+            found += [
+                Source(item, f"{cluster.name}:{listing.kind}/{mapping(item.get('metadata')).get('name', '')}")
+                for item in items
+                if listing.keep(item)
+            ]
+    try:
+        version: str | None = str(cluster.call(cluster.version_api.get_code).git_version)
+    except ClusterError:
+        version = None
+    return found, version
+
+
+def snapshot_version(sources: Iterable[Source]) -> str | None:
+    """The server version a snapshot's manifest (snapshot.json) recorded, if one is among the files."""
+    for src in sources:
+        if src.kind == kinds.SNAPSHOT and src.obj.get("version"):
+            return str(src.obj["version"])
+    return None
+
+
+def doctor(
+    sources: Sequence[Source],
+    *,
+    kube_version: str | None = None,
+    served: Sequence[str] = SERVED,
+    assume_timeout: float = ASSUME_TIMEOUT,
+    now_ns: int | None = None,
+) -> Report:
+    """The ledger's findings: every GL rule on each GPU pod, GPU node and the ledger, and the Node rules."""
+    ledger = read_ledger(sources, served, now_ns if now_ns is not None else time.time_ns(), assume_timeout)
+    facts = ClusterFacts(kube_version=kube_version or snapshot_version(sources), extra={"ledger": ledger})
+    facts = replace(facts, nodes=[n.info for n in ledger.nodes.values()])
+    subjects = [Subject("node", f"Node/{n.info.name}", n.info.source, n.info) for n in ledger.nodes.values()]
+    subjects += [Subject("gpu-node", f"Node/{n.info.name}", n.info.source, n) for n in ledger.nodes.values()]
+    subjects += [Subject("gpu-pod", f"Pod/{p.key}", p.workload.source, p) for p in ledger.pods]
+    subjects.append(Subject("ledger", "cluster", None, ledger))
+    findings = evaluate(subjects, facts, [r for r in RULES if r.target in _TARGETS])
+    read = sum(1 for s in sources if s.kind in LEDGER_KINDS)
+    known = {listing.kind for listings in FILES.values() for listing in listings} | {kinds.SNAPSHOT}
+    ignored = [f"{s.where}: {s.kind or '(no kind)'}" for s in sources if s.kind not in known]
+    return Report(findings, read, ignored)
