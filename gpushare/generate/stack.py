@@ -12,7 +12,7 @@ from typing import Any
 
 from gpushare.domain import profiles, versions
 from gpushare.generate import schedconfig
-from gpushare.generate.components import cgpu, device_plugin, scheduler
+from gpushare.generate.components import cgpu, device_plugin, rbac, scheduler
 from gpushare.generate.template import resolve, text_of
 from gpushare.generate.values import ChartValues
 from gpushare.settings.model import InstallerSettings
@@ -60,6 +60,9 @@ class Stack:
         cgpu_objects = cgpu.objects(ctx)
         if cgpu_objects:
             files["cgpu/cgpu-installer.yaml"] = cgpu_objects
+        doctor = rbac.doctor_objects(ctx)
+        if doctor:
+            files["doctor/rbac.yaml"] = doctor
         if self.mode == profiles.SECONDARY:
             config = self.config
             assert config is not None

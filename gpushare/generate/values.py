@@ -31,6 +31,7 @@ STRUCTURAL = (
     "region",
     "namespace",
     "releaseName",
+    "doctor",
 )
 STRUCTURAL_SCHEDULER = ("mode", "configApi")
 
@@ -104,6 +105,8 @@ class ChartValues:
         """The version the component runs: its image tag (kube-scheduler: the cluster's own by default)."""
         if component == "scheduler":
             return Expr('include "gpushare.schedulerVersion" .', scheduler_version(self))
+        if component not in COMPONENT_VALUES:  # no image of its own (doctor's access): gpushare's, the chart's app
+            return Expr(".Chart.AppVersion", __version__)
         return self.v(f"{COMPONENT_VALUES[component]}.image.tag")
 
     def selector(self, component: str, extra: dict[str, str] | None = None) -> Expr:

@@ -224,6 +224,16 @@ class CgpuSettings(Component):
     )
 
 
+class DoctorSettings(_Model):
+    """Access for `gpushare doctor` and `gpushare snapshot`, which read and never write."""
+
+    rbac: bool = Field(
+        False,
+        description="Create a ServiceAccount with a ClusterRole that may only get and list what doctor and snapshot "
+        "read (nodes, pods, ConfigMaps, DaemonSets and what placement reads), bound to it: run doctor with its token.",
+    )
+
+
 class InstallerSettings(_Model):
     """Everything `gpushare render` needs; `apiVersion`/`kind` version the document itself."""
 
@@ -293,6 +303,7 @@ class InstallerSettings(_Model):
     extender: ExtenderSettings = Field(description="Scheduler extender (secondary and control-plane modes).")
     device_plugin: DevicePluginSettings = Field(description="Device plugin.")
     cgpu: CgpuSettings = Field(description="cGPU installer (cgpu and core_mem nodes).")
+    doctor: DoctorSettings = Field(default_factory=DoctorSettings, description="Read-only access for doctor.")
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod

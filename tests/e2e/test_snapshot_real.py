@@ -95,7 +95,7 @@ def test_a_failed_read_is_one_line_and_writes_nothing(fleet: ControlPlane, tmp_p
     if fault == "denied":
         kubeconfig = fleet.write_kubeconfig("nobody")
     elif fault == "minor":
-        extra = ["--kube-version", f"1.{fleet.minor + 1}"]
+        extra = ["--kube-version", f"1.{fleet.minor - 1}"]
     else:
         front = Front(fleet, on_continue="drop")
         kubeconfig = front.start()
@@ -107,7 +107,7 @@ def test_a_failed_read_is_one_line_and_writes_nothing(fleet: ControlPlane, tmp_p
             front.stop()
     assert failed.returncode == 2, failed.stderr
     assert len(failed.stderr.strip().splitlines()) == 1, failed.stderr
-    said = {"denied": "access denied", "minor": f"not 1.{fleet.minor + 1}", "cut": "cut midway"}[fault]
+    said = {"denied": "access denied", "minor": f"not 1.{fleet.minor - 1}", "cut": "cut midway"}[fault]
     assert said in failed.stderr and written(tmp_path) == []
     if front is not None:
         assert any("continue=" in path for path in front.seen)  # it did reach a second page

@@ -25,6 +25,26 @@ DEVICE_PLUGIN_RULES: list[Rule] = [
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
 
+#: What `gpushare doctor` and `gpushare snapshot` list (gpushare/live/snapshot.py FILES), and nothing else.
+DOCTOR_RULES: list[Rule] = [
+    {
+        "apiGroups": [""],
+        "resources": [
+            "nodes",
+            "pods",
+            "configmaps",
+            "namespaces",
+            "services",
+            "replicationcontrollers",
+            "resourcequotas",
+        ],
+        "verbs": ["get", "list"],
+    },
+    {"apiGroups": ["apps"], "resources": ["daemonsets", "replicasets", "statefulsets"], "verbs": ["get", "list"]},
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list"]},
+    {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["get", "list"]},
+]
+
 RBAC = "rbac.authorization.k8s.io"
 
 
@@ -71,3 +91,15 @@ def binding(
         "roleRef": {"apiGroup": RBAC, "kind": role_kind, "name": role_name},
         "subjects": subjects,
     }
+
+
+def doctor_objects(ctx: ChartValues) -> list[dict[str, Any]]:
+    """A ServiceAccount that may only read what doctor and snapshot list (`doctor.rbac`)."""
+    if not ctx.settings.doctor.rbac:
+        return []
+    name = ctx.name("doctor")
+    return [
+        service_account(ctx, name, "doctor"),
+        cluster_role(ctx, name, "doctor", DOCTOR_RULES),
+        binding(ctx, name, "doctor", "ClusterRole", name, [subject_sa(ctx, name)]),
+    ]
