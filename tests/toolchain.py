@@ -137,6 +137,8 @@ class Tool:
 
 
 HELM = Tool("helm", "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm")
+#: Fake kubelets: nodes it manages turn Ready and their pods Running, as its stages say (kwok_stages).
+KWOK = Tool("kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok")
 ETCD = Tool("etcd", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3")
 #: kubelet's own device-plugin client reading a device list from kubelet's own stub plugin (tests/e2e/tools/devicelist)
 DEVICELIST = Tool("devicelist", "k8s.io/kubernetes", ".")
@@ -186,15 +188,55 @@ def kube(program: str, minor: int) -> Tool:
     )
 
 
+#: The minors whose end-to-end tests run Kubernetes' own controllers (DaemonSets and Deployments on kwok's nodes):
+#: the oldest, one in the middle, the newest. Their tools modules pin kube-controller-manager too (another minor's
+#: may not be served whole: k8s.io/kube-controller-manager v0.22.17 is not), and only they build it.
+CONTROLLER_MINORS: tuple[int, ...] = (20, 28, 36)
+
+
 def control_plane_tools(minor: int) -> dict[str, Tool]:
-    return {
+    tools = {
         "etcd": ETCD,
         "kube-apiserver": kube("kube-apiserver", minor),
         "kube-scheduler": kube("kube-scheduler", minor),
     }
+    if minor in CONTROLLER_MINORS:
+        tools["kube-controller-manager"] = kube("kube-controller-manager", minor)
+    return tools
 
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (HELM, ETCD, DEVICELIST)}
+TOOLS: dict[str, Tool] = {t.name: t for t in (HELM, ETCD, DEVICELIST, KWOK)}
+#: kwok's own "fast" stages, from its pinned module: a node turns Ready, a pod Running (and Succeeded when its
+#: containers would end), a deleted pod goes.
+KWOK_STAGES = (
+    "node/fast/node-initialize.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-complete.yaml",
+    "pod/fast/pod-delete.yaml",
+)
+
+
+def kwok_stages() -> Path:
+    """kwok's stages in one file beside its binary, copied from the pinned module when kwok is built (the tests
+    read them there, without Go)."""
+    path = KWOK.path.with_name(f"{KWOK.path.name}-stages.yaml")
+    if path.exists():
+        return path
+    go = shutil.which("go")
+    if go is None:
+        raise ToolUnavailable("kwok's stages come from its module: building them needs Go")
+    import json
+
+    found = subprocess.run([go, "list", "-m", "-json", KWOK.module], cwd=KWOK.dir, capture_output=True, text=True)
+    if found.returncode != 0:
+        raise ToolUnavailable(f"kwok's module is not at hand:\n{found.stderr[-2000:]}")
+    root = Path(json.loads(found.stdout)["Dir"]) / "kustomize" / "stage"
+    text = "\n---\n".join((root / rel).read_text() for rel in KWOK_STAGES)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.rename(path)
+    return path
+
 
 _STAGING = re.compile(r"^\s*(?:replace\s+)?(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/k8s\.io/[\w.-]+\s*$", re.M)
 _TOOLS_GO = """//go:build tools
@@ -350,7 +392,9 @@ def pin_kubernetes(version: str, go_line: str = "1.20") -> Path:
     lines += [f"\t{module} => {module} {pin}" for module, pin in pins.items() if pin]
     lines += [")", ""]
     (directory / "go.mod").write_text("\n".join(lines))
-    (directory / "tools.go").write_text(_TOOLS_GO)
+    minor = int(version.split(".")[1])
+    controllers = '\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n' if minor in CONTROLLER_MINORS else ""
+    (directory / "tools.go").write_text(_TOOLS_GO.format(controllers=controllers))
     subprocess.run([go, "mod", "tidy"], cwd=directory, check=True, env={**os.environ, "GOFLAGS": "-mod=mod"})
     return directory
 
@@ -378,6 +422,8 @@ def main(argv: list[str]) -> int:
         for tool in tools:
             started = time.monotonic()
             path = tool.ensure()
+            if tool is KWOK:
+                kwok_stages()
             print(f"{tool.name} {tool.version}: {path} ({time.monotonic() - started:.1f}s)")
     return 0
 

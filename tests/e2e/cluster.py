@@ -29,6 +29,8 @@ from cryptography.x509.oid import NameOID
 
 #: kube-scheduler serves healthz and metrics without TLS on port 10251 up to this minor.
 INSECURE_PORT_UNTIL = 22
+#: The annotation by which kwok knows the nodes it plays the kubelet of.
+KWOK_NODE = "kwok.x-k8s.io/node=fake"
 
 
 def free_port() -> int:
@@ -308,6 +310,44 @@ class ControlPlane:
             ],
         )
         return process, port
+
+    def start_controllers(self, controllers: str = "daemonset,deployment,replicaset,garbagecollector") -> Process:
+        """kube-controller-manager running `controllers` (the workload controllers and the garbage collector that
+        deletes what an owner leaves behind), without leader election; up to 1.22 without its insecure port."""
+        insecure = ["--port=0"] if self.minor <= INSECURE_PORT_UNTIL else []
+        process = self.spawn(
+            "kube-controller-manager",
+            [
+                str(self.binaries["kube-controller-manager"]),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                f"--controllers={controllers}",
+                "--leader-elect=false",
+                f"--secure-port={free_port()}",
+                "--bind-address=127.0.0.1",
+                *insecure,
+                "--v=1",
+            ],
+        )
+        return process
+
+    def start_kwok(self, kwok: Path, stages: Path) -> Process:
+        """kwok playing the kubelet of every node annotated `kwok.x-k8s.io/node=fake`: it reports them Ready and
+        runs the pods bound to them as its stages say."""
+        return self.spawn(
+            "kwok",
+            [
+                str(kwok),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={stages}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={KWOK_NODE}",
+                "--cidr=10.0.1.0/24",
+                "--node-ip=10.0.0.2",
+                f"--server-address=127.0.0.1:{free_port()}",
+            ],
+        )
 
     def stop(self) -> None:
         for process in reversed(self.processes):

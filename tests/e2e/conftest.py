@@ -26,9 +26,12 @@ E2E_DIR = Path(__file__).resolve().parent
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Each minor's tests form one xdist group (tox runs `--dist loadgroup`): one worker runs them all, so no
-    other worker starts that minor's control planes too."""
+    other worker starts that minor's control planes too. A module naming `MINORS` runs on those of the selected
+    minors only (what it needs is built for them alone)."""
     if "minor" in metafunc.fixturenames:
-        minors = [pytest.param(m, marks=pytest.mark.xdist_group(f"e2e-1.{m}")) for m in selected_minors()]
+        only = getattr(metafunc.module, "MINORS", None)  # a module that needs what only some minors build
+        chosen = [m for m in selected_minors() if only is None or m in only]
+        minors = [pytest.param(m, marks=pytest.mark.xdist_group(f"e2e-1.{m}")) for m in chosen]
         metafunc.parametrize("minor", minors, ids=lambda m: f"1.{m}", scope="module")
 
 
