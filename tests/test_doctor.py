@@ -127,6 +127,10 @@ def _faults() -> dict[str, tuple[list[dict[str, Any]], str]]:
     policy = copy.deepcopy(base[-1])
     policy["data"] = {"policy.cfg": json.dumps({"kind": "Policy", "apiVersion": "v1", "extenders": []})}
     zero = node("b", per_gpu=0)
+    installed = agent(INSTALLER, "c")
+    installed["metadata"]["creationTimestamp"] = "2026-01-02T00:00:00Z"
+    early = gpu_pod("early", "c", 4, "0")
+    early["status"]["startTime"] = "2026-01-01T00:00:00Z"  # before the installer: started without isolation
     whole = node("b", **{"nvidia.com/gpu": "2"})
     split = [
         *without(base, "gpushare-device-plugin-share"),
@@ -144,6 +148,7 @@ def _faults() -> dict[str, tuple[list[dict[str, Any]], str]]:
         "GL609": ([*without(base, "b"), whole], "Node/b"),
         "GL610": ([*base[:-1], policy], "cluster"),
         "GL611": (split, "cluster"),
+        "GL612": ([*without(base, "gpushare-cgpu-installer-c"), installed, early], "Node/c"),
     }
 
 

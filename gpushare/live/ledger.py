@@ -45,6 +45,8 @@ class GpuPod:
     per_gpu: int
     assigned: str | None
     assume_ns: int | None
+    #: When it started (status.startTime, else its creation), as the API writes times (RFC 3339, UTC).
+    started: str = ""
 
     @property
     def key(self) -> str:
@@ -64,6 +66,8 @@ class GpuNode:
     #: Running pods of device plugin DaemonSets, and of cGPU installer DaemonSets (namespace/name).
     plugins: list[str] = field(default_factory=list)
     installers: list[str] = field(default_factory=list)
+    #: When the first running cGPU installer pod here was created (RFC 3339), "" without one.
+    installed: str = ""
 
     @property
     def mode(self) -> str | None:
@@ -117,7 +121,12 @@ def gpu_pod(work: Workload, node: str) -> GpuPod:
     per_gpu = share if share is not None else work.gpu_mem // spans
     assume = _int(notes.get(f"{labels.ANN_PREFIX}ASSUME_TIME"))
     assigned = notes.get(f"{labels.ANN_PREFIX}ASSIGNED")
-    return GpuPod(work, node, indices, per_gpu, None if assigned is None else str(assigned), assume)
+    started = str(
+        mapping(work.source.obj.get("status")).get("startTime")
+        or mapping(work.source.obj.get("metadata")).get("creationTimestamp")
+        or ""
+    )
+    return GpuPod(work, node, indices, per_gpu, None if assigned is None else str(assigned), assume, started)
 
 
 def _agent(ds: dict[str, Any]) -> str | None:
@@ -195,6 +204,8 @@ def read_ledger(
             node.plugins.append(work.key)
         elif role == "installer" and running:
             node.installers.append(work.key)
+            created = str(mapping(work.source.obj.get("metadata")).get("creationTimestamp") or "")
+            node.installed = min(filter(None, (node.installed, created)), default="")
         if work.gpu_mem > 0:
             pod = gpu_pod(work, node.info.name)
             node.pods.append(pod)

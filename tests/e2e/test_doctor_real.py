@@ -143,6 +143,8 @@ def test_every_planted_fault_is_found_under_doctors_own_access(cluster: ControlP
         ALIYUN_COM_GPU_MEM_ASSUME_TIME=str(time.time_ns() - 3600 * 10**9),
     )
     gpu_pod(core, "preset", "dr-c", 2, None)
+    gpu_pod(core, "early", "dr-c", 3, "1")  # started before dr-c's cGPU installer: a mode change under it
+    core.patch_namespaced_pod_status("early", "default", {"status": {"startTime": "2020-01-01T00:00:00Z"}})
     node, status = gpu_node("dr-zero", 2, 16, {"ack.node.gpu.schedule": "share"})
     for reported in ("capacity", "allocatable"):  # the plugin reports no device (kubelet refused its list)
         status["status"][reported]["aliyun.com/gpu-mem"] = "0"
@@ -175,6 +177,7 @@ def test_every_planted_fault_is_found_under_doctors_own_access(cluster: ControlP
         ("GL608", "Node/dr-noinstaller"),
         ("GL609", "Node/dr-whole"),
         ("GL611", "cluster"),
+        ("GL612", "Node/dr-c"),
     }
     if cluster.minor >= 23:  # the Policy file is gone from 1.23 on
         expected.add(("GL610", "cluster"))
@@ -185,3 +188,16 @@ def test_every_planted_fault_is_found_under_doctors_own_access(cluster: ControlP
     with pytest.raises(ApiException) as refused:
         reader.create_namespaced_config_map(NS, {"metadata": {"name": "written-by-doctor"}})
     assert refused.value.status == 403
+
+
+def test_a_refused_or_unreachable_cluster_is_one_line(cluster: ControlPlane, tmp_path: Path) -> None:
+    denied = gpushare("doctor", "--kubeconfig", str(cluster.write_kubeconfig("nobody")))
+    assert denied.returncode == 2 and "access denied" in denied.stderr
+    assert len(denied.stderr.strip().splitlines()) == 1
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"  # nothing listens there
+    gone = tmp_path / "gone.kubeconfig"
+    gone.write_text(yaml.safe_dump(config))
+    unreachable = gpushare("doctor", "--kubeconfig", str(gone))
+    assert unreachable.returncode == 2 and "cluster unreachable" in unreachable.stderr
+    assert len(unreachable.stderr.strip().splitlines()) == 1

@@ -125,6 +125,18 @@ def _both_resources(node: GpuNode, ctx: ClusterFacts) -> Iterable[Offence]:
         )
 
 
+def _before_isolation(node: GpuNode, ctx: ClusterFacts) -> Iterable[Offence]:
+    if node.info.mode not in labels.ISOLATED_MODES or not node.installed:
+        return
+    early = [p.key for p in node.pods if p.started and p.started < node.installed]
+    if early:
+        yield (
+            "pods",
+            f"{listed(early, 5)} started before the cGPU installer ({node.installed})",
+            f"GPU pods started under the {node.info.mode} mode's isolation: created again after the installer ran",
+        )
+
+
 def _scheduler_config(ledger: Ledger, ctx: ClusterFacts) -> Iterable[Offence]:
     minor = ctx.kube_minor
     if minor is None:
@@ -233,6 +245,17 @@ RULES: tuple[Rule, ...] = (
         "Keep the NVIDIA device plugin off GPU-sharing nodes (ack.node.gpu.schedule=default for whole GPUs).",
         sources.ACK_GPU_LABELS,
         _both_resources,
+    ),
+    Rule(
+        "GL612",
+        "warning",
+        "gpu-node",
+        "GPU pods on a cgpu or core_mem node started before its cGPU installer (a mode change under running pods)",
+        "Create those pods again: the device plugin set up their GPU share, without isolation, when they started.",
+        sources.section(
+            sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/allocate.go (a container's GPU environment is set when it starts)"
+        ),
+        _before_isolation,
     ),
     Rule(
         "GL610",
