@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from gpushare.arguments import scheduler_name
+from gpushare.arguments import scheduler_name, seconds, whole
 from gpushare.domain.versions import parse_kube_version
 from gpushare.errors import InputError, counted
 from gpushare.live import doctor, snapshot
@@ -17,26 +17,6 @@ from gpushare.policy.validate import read_inputs
 from gpushare.progress import progress, wanted
 
 DEFAULT_DIR = "gpushare-snapshot"
-
-
-def _page(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 5000:
-        raise argparse.ArgumentTypeError(f"--page-size {text!r}: expected a whole number from 1 to 5000")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1e9:
-        raise argparse.ArgumentTypeError(f"--assume-timeout {text!r}: expected seconds, more than 0")
-    return value
 
 
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
@@ -60,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     )
     p.add_argument(
         "--page-size",
-        type=_page,
+        type=whole("--page-size", 1, 5000),
         default=snapshot.PAGE,
         metavar="N",
         help=f"items asked for in one list call (default {snapshot.PAGE}, as kubectl)",
@@ -92,7 +72,7 @@ def _doctor_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--assume-timeout",
-        type=_seconds,
+        type=seconds("--assume-timeout"),
         default=ASSUME_TIMEOUT,
         metavar="SECONDS",
         help=f"a pod assumed by the extender this long and never allocated is reported (default {ASSUME_TIMEOUT:g})",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from gpushare.arguments import scheduler_name
+from gpushare.arguments import scheduler_name, whole
 from gpushare.domain import cgpu, profiles
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import PLACEMENTS
@@ -110,7 +110,7 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     )
     p.add_argument(
         "--percentage-of-nodes-to-score",
-        type=percentage,
+        type=whole("--percentage-of-nodes-to-score", 0, 100),
         default=0,
         metavar="N",
         help="the scheduler configuration's percentageOfNodesToScore, 0-100 (upstream, from 100 nodes: kube-scheduler "
@@ -149,17 +149,6 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         "--explain", action="store_true", help="for each pending pod, every node and why the pod does not fit it"
     )
     p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
-
-
-def percentage(text: str) -> int:
-    """percentageOfNodesToScore as the configuration takes it: a whole number from 0 to 100."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to 100")
-    return value
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 
+from gpushare.arguments import whole
 from gpushare.errors import InputError
 from gpushare.kube.documents import read_paths
 from gpushare.kube.workloads import WORKLOAD_KINDS
@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     )
     p.add_argument(
         "--runs",
-        type=_whole("--runs", 1000),
+        type=whole("--runs", 0, 1000),
         default=0,
         metavar="K",
         help="also place each template's replicas K times with random tie-breaks, as kube-scheduler picks among "
@@ -57,27 +57,12 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     )
     p.add_argument(
         "--max-moves",
-        type=_whole("--max-moves", 64),
+        type=whole("--max-moves", 0, 64),
         default=MAX_MOVES,
         metavar="N",
         help=f"moves of running pods searched at most for one pending pod (default {MAX_MOVES}; 0: report "
         "fragmentation only)",
     )
-
-
-def _whole(flag: str, most: int) -> Callable[[str], int]:
-    """An argparse type: a whole number from 0 to `most`, refused in one line naming the flag."""
-
-    def read(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:  # "1e3", "²": said in the flag's words, not argparse's
-            value = -1
-        if not 0 <= value <= most:
-            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected a whole number from 0 to {most}")
-        return value
-
-    return read
 
 
 def _status_line(text: str) -> None:
