@@ -1,5 +1,5 @@
-"""Regenerate the repository's generated files: charts/ack-ai-installer (default settings), the settings schema
-and the README's tables of rules and scheduler configuration APIs.
+"""Regenerate the repository's generated files: charts/ack-ai-installer (default settings), the settings schema,
+the README's table of scheduler configuration APIs and docs/rules.md's table of rules.
 
 Run `python tests/regenerate.py` after changing the generator; test_generated_files_in_sync fails until you do.
 """
@@ -51,6 +51,7 @@ SETTINGS_SCHEMA = REPO / "schemas" / "installer-settings.schema.json"
 
 
 README = REPO / "README.md"
+RULES_DOC = REPO / "docs" / "rules.md"
 
 
 def _config_apis() -> str:
@@ -79,14 +80,18 @@ def _rules() -> str:
     return "\n".join(lines)
 
 
-def readme(text: str) -> str:
-    """The README with its generated tables (between `<!-- generated: NAME -->` and `<!-- end: NAME -->`) made anew."""
-    for name, body in (("config-apis", _config_apis()), ("rules", _rules())):
+def generated(text: str, where: Path, blocks: dict[str, str]) -> str:
+    """A file with its generated tables (between `<!-- generated: NAME -->` and `<!-- end: NAME -->`) made anew."""
+    for name, body in blocks.items():
         pattern = re.compile(rf"(<!-- generated: {name} .*?-->\n).*?(<!-- end: {name} -->)", re.S)
         text, found = pattern.subn(lambda m, body=body: f"{m[1]}{body}\n{m[2]}", text)
         if found != 1:
-            raise SystemExit(f"README.md: no generated block {name!r}")
+            raise SystemExit(f"{where.relative_to(REPO)}: no generated block {name!r}")
     return text
+
+
+def readme(text: str) -> str:
+    return generated(text, README, {"config-apis": _config_apis()})
 
 
 def charts() -> dict[Path, dict[str, str]]:
@@ -101,6 +106,7 @@ def expected() -> dict[Path, str]:
     files = {directory / rel: text for directory, tree in charts().items() for rel, text in tree.items()}
     files[SETTINGS_SCHEMA] = json.dumps(settings_schema(), indent=2) + "\n"
     files[README] = readme(README.read_text())
+    files[RULES_DOC] = generated(RULES_DOC.read_text(), RULES_DOC, {"rules": _rules()})
     return files
 
 
@@ -112,7 +118,9 @@ def main() -> int:
     for path, text in want.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    print(f"wrote the charts under charts/, {SETTINGS_SCHEMA.relative_to(REPO)} and the tables of README.md")
+    print(
+        f"wrote the charts under charts/, {SETTINGS_SCHEMA.relative_to(REPO)}, README.md's and docs/rules.md's tables"
+    )
     return 0
 
 
