@@ -61,13 +61,21 @@ def selected_minors() -> list[int]:
     return minors
 
 
+#: Set by `.ci/run`: the Go builds run beside the tests, so a test waits for the tool it needs (or builds it, if
+#: the background has not come to it yet: the tool's lock makes either wait for the other).
+BUILDS_BESIDE = os.environ.get("GPUSHARE_BUILDS_BESIDE", "") == "1"
+
+
 def need_tool(tool: Tool) -> Path:
-    """For tests: the tool built beforehand by `python tests/toolchain.py build` (tox and .ci/run do it); a test
-    never starts a Go build itself. Missing, the test skips saying how to build it; under CI=true it fails."""
+    """For tests: the tool built beforehand by `python tests/toolchain.py build` (tox does it), or beside the tests
+    (`.ci/run`: then this waits for it). Missing otherwise, the test skips saying how to build it; under CI=true it
+    fails."""
     import pytest
 
     if tool.path.exists():
         return tool.path
+    if BUILDS_BESIDE:
+        return tool.ensure()
     message = f"{tool.name} {tool.version} is not built: run `python tests/toolchain.py build` (needs Go)"
     if IN_CI:
         pytest.fail(f"CI=true but {message}")
@@ -410,6 +418,9 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] != "build":
         print("usage: python tests/toolchain.py build [NAME...] | minors | pin-kubernetes vX.Y.Z...", file=sys.stderr)
         return 2
+    if not argv[1:] and BUILDS_BESIDE:  # tox's own step, with .ci/run's builds running beside: nothing to do
+        print("toolchain: the Go builds run beside the tests; each test waits for what it needs", file=sys.stderr)
+        return 0
     # default: helm, etcd, devicelist and the control plane of every selected end-to-end minor
     names = argv[1:] or [*TOOLS, *(f"1.{m}" for m in selected_minors())]
     minors = sorted(kubernetes_patches())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -224,7 +225,23 @@ class ControlPlane:
             time.sleep(0.3)
         raise StartError(f"{process.name} not healthy at {url} after {timeout:.0f}s ({last}):\n{tail(process.log)}")
 
-    def start(self) -> None:
+    def start(self, attempts: int = 3) -> None:
+        """etcd and kube-apiserver on free ports; a port another process took between its choice and the bind
+        (the workers start planes side by side) is chosen again."""
+        for attempt in range(attempts):
+            try:
+                self._start()
+                return
+            except StartError as exc:
+                if "address already in use" not in str(exc) or attempt == attempts - 1:
+                    raise
+                self.stop()
+                shutil.rmtree(self.workdir / "etcd", ignore_errors=True)
+                self.port = free_port()
+                self.server = f"https://127.0.0.1:{self.port}"
+                self.kubeconfig = self.write_kubeconfig("admin", "system:masters")
+
+    def _start(self) -> None:
         data = self.workdir / "etcd"
         client, peer = free_port(), free_port()
         etcd = self.spawn(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,13 @@ def fleet(cluster: ControlPlane) -> Iterator[ControlPlane]:
         time.sleep(0.5)
     assert all(_ready(core, n) for n in NODES), "kwok did not make the nodes Ready"
     yield cluster
+
+
+def settle(done: Callable[[], bool], timeout: float = 120) -> None:
+    """Wait until `done()` holds (the caller asserts it after, so a timeout fails with what was seen)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not done():
+        time.sleep(0.5)
 
 
 def _ready(core: client.CoreV1Api, name: str) -> bool:
@@ -135,8 +142,12 @@ def test_the_chart_runs_where_each_mode_says(fleet: ControlPlane, tmp_path: Path
         names = [by_suffix[d.removeprefix("gpushare-")] for d in expected]
         wait_for_daemon_sets_to_run(kube_client, names, NS, timeout_sec=120)
         for daemonset, nodes in expected.items():
+            # the helper takes a DaemonSet whose controller has not counted its nodes yet (0 desired, 0 ready) for
+            # one that runs: its pods are waited for here
             name = by_suffix[daemonset.removeprefix("gpushare-")]
-            assert placed(core, name) == dict.fromkeys(nodes, "Running"), (name, placed(core, name))
+            want = dict.fromkeys(nodes, "Running")
+            settle(lambda name=name, want=want: placed(core, name) == want)
+            assert placed(core, name) == want, (name, placed(core, name))
         if deployments:
             running = [by_suffix[d.removeprefix("gpushare-")] for d in deployments]
             wait_for_deployments_to_run(kube_client, running, NS, timeout_sec=120)
@@ -149,10 +160,8 @@ def test_the_chart_runs_where_each_mode_says(fleet: ControlPlane, tmp_path: Path
             change["cgpu"] = {"resources": {"limits": {"memory": "444Mi"}}}
         values.write_text(yaml.safe_dump(change))
         helm("upgrade", release, str(chart), "-n", NS, "--reuse-values", "-f", str(values), kubeconfig=fleet.kubeconfig)
-        deadline = time.monotonic() + 120
         rolled = [n for n in names if "cgpu-installer" not in n]
-        while time.monotonic() < deadline and any(uids(core, n) & plugins[n] for n in rolled):
-            time.sleep(0.5)
+        settle(lambda: not any(uids(core, n) & plugins[n] for n in rolled) and all(uids(core, n) for n in rolled))
         for name in names:
             now = uids(core, name)
             if "cgpu-installer" in name:  # OnDelete: its pods stay until someone deletes them
