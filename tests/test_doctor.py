@@ -167,7 +167,7 @@ def test_each_fault_is_found_with_its_id_and_object(rule_id: str) -> None:
     assert {r for r, _ in found} <= {rule_id, "GN304"}, found  # one fault, one finding (capacity 0 splits no GPU)
 
 
-def test_a_gpu_node_without_its_label_tells_which_plugin_runs_there(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_gpu_node_without_its_label_tells_which_plugin_runs_there() -> None:
     objects, _ = FAULTS["GL607"]
     report = doctor(from_objects(objects, "s"), kube_version="1.28", now_ns=NOW)
     (finding,) = [f for f in report.findings if f.rule.id == "GL607"]

@@ -10,9 +10,8 @@ from dataclasses import replace
 from gpushare.domain import kinds, profiles
 from gpushare.kube.cluster import Cluster, ClusterError
 from gpushare.kube.documents import Source
-from gpushare.kube.fields import mapping
 from gpushare.live.ledger import ASSUME_TIMEOUT, read_ledger
-from gpushare.live.snapshot import FILES, Listing, pages
+from gpushare.live.snapshot import FILES, PAGE, Listing, pages
 from gpushare.policy.engine import ClusterFacts, Subject, evaluate
 from gpushare.policy.rules import RULES
 from gpushare.policy.validate import Report
@@ -25,8 +24,9 @@ LEDGER_KINDS = ("Node", "Pod", "ConfigMap", "DaemonSet")
 
 
 def _listings() -> list[Listing]:
-    found = [listing for listings in FILES.values() for listing in listings if listing.kind in LEDGER_KINDS]
-    return [listing for listing in found if "spec.nodeName=" not in dict(listing.args).get("field_selector", "")]
+    """The snapshot's list calls the ledger needs: its Nodes, bound pods, kube-system ConfigMaps and DaemonSets."""
+    found = [*FILES["nodes.json"], *FILES["existing.json"], *FILES["daemonsets.json"]]
+    return [listing for listing in found if listing.kind in LEDGER_KINDS]
 
 
 def read_live(kubeconfig: str | None, context: str | None = None) -> tuple[list[Source], str | None]:
@@ -34,12 +34,8 @@ def read_live(kubeconfig: str | None, context: str | None = None) -> tuple[list[
     cluster = Cluster(kubeconfig, context)
     found: list[Source] = []
     for listing in _listings():
-        for items in pages(cluster, listing, 500):
-            found += [
-                Source(item, f"{cluster.name}:{listing.kind}/{mapping(item.get('metadata')).get('name', '')}")
-                for item in items
-                if listing.keep(item)
-            ]
+        for items in pages(cluster, listing, PAGE):
+            found += cluster.sources([item for item in items if listing.keep(item)])
     try:
         version: str | None = str(cluster.call(cluster.version_api.get_code).git_version)
     except ClusterError:

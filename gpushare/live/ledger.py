@@ -141,7 +141,7 @@ def _agent(ds: dict[str, Any]) -> str | None:
     return None
 
 
-def _configs(src: Source) -> list[tuple[str, str, str]]:
+def scheduler_configs(src: Source) -> list[tuple[str, str, str]]:
     """The scheduler configurations a ConfigMap holds (a KubeSchedulerConfiguration, or a Policy file)."""
     found = []
     meta = mapping(src.obj.get("metadata"))
@@ -185,7 +185,7 @@ def read_ledger(
             if role:
                 agents[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = role
         elif kind == "ConfigMap":
-            configs += _configs(src)
+            configs += scheduler_configs(src)
     key, value = labels.OPEN_SOURCE_NODE_LABEL
     nodes = {
         n.name: GpuNode(n)

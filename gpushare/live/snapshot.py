@@ -27,7 +27,9 @@ from typing import Any
 
 from gpushare.domain import kinds, labels
 from gpushare.kube.cluster import Cluster, ClusterError, translated
+from gpushare.kube.documents import Source
 from gpushare.kube.shapes import trim
+from gpushare.live.ledger import scheduler_configs
 from gpushare.output import Plan, Staged, staged_tree
 
 #: Items asked for in one list call: kubectl's own page size.
@@ -54,7 +56,7 @@ def _kept_map(obj: dict[str, Any]) -> bool:
     """kube-system's ConfigMaps that matter: the GPUs marked unhealthy, and scheduler configurations (doctor)."""
     if str((obj.get("metadata") or {}).get("name", "")).startswith(labels.UNHEALTHY_CONFIGMAP_PREFIX):
         return True
-    return any("KubeSchedulerConfiguration" in str(v) or "Policy" in str(v) for v in (obj.get("data") or {}).values())
+    return bool(scheduler_configs(Source(obj, "")))
 
 
 def _bound(pod: dict[str, Any]) -> bool:

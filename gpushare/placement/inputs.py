@@ -238,6 +238,16 @@ def _unhealthy(sources: Iterable[Source]) -> dict[str, set[int]]:
     return result
 
 
+def nodes_of(
+    node_docs: list[Source], sources: Iterable[Source], semantics: Semantics, input_unit: str | None = None
+) -> list[Node]:
+    """The nodes made afresh from their manifests, the GPUs the ConfigMaps among `sources` mark unhealthy marked
+    again: a planner runs the placement again on them with pod models it read once (`dataclasses.replace` of the
+    inventory's nodes)."""
+    unhealthy = [s for s in sources if s.kind == "ConfigMap"]
+    return build(node_docs, unhealthy, [], semantics, input_unit).nodes
+
+
 def unit_ratio(input_unit: str, semantics: Semantics) -> tuple[int, int]:
     """(MiB per input unit, MiB per simulated unit): requests round up, GPU capacity rounds down."""
     return MIB_PER_UNIT[input_unit], MIB_PER_UNIT[semantics.gpu_memory_unit]

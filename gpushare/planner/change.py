@@ -88,9 +88,9 @@ def _gpu_nodes(nodes: Sequence[Source]) -> list[NodeInfo]:
     return [n for n in (gpu_node(s) for s in nodes) if n is not None]
 
 
-def _modes(nodes: Sequence[Source]) -> dict[str, str]:
+def _modes(nodes: Sequence[NodeInfo]) -> dict[str, str]:
     """Each GPU node's label mode (share where the label is missing, as the placement model reads it)."""
-    return {n.name: n.mode or label_names.UNLABELLED_MODE for n in _gpu_nodes(nodes)}
+    return {n.name: n.mode or label_names.UNLABELLED_MODE for n in nodes}
 
 
 def _rendered(settings: InstallerSettings, minor: int) -> list[dict[str, Any]]:
@@ -139,9 +139,8 @@ def diff(
         whose = "the cluster's" if cluster_minor is not None else "the newest gpushare models"
         notes.append(f"rendered for Kubernetes 1.{cluster} ({whose}) where no version is set ({', '.join(unset)})")
     nodes_after = relabelled(nodes, labels)
-    same_nodes = [(n.name, n.labels) for n in _gpu_nodes(nodes)] == [
-        (n.name, n.labels) for n in _gpu_nodes(nodes_after)
-    ]
+    gpu_before, gpu_after = _gpu_nodes(nodes), _gpu_nodes(nodes_after)
+    same_nodes = [(n.name, n.labels) for n in gpu_before] == [(n.name, n.labels) for n in gpu_after]
     same = before.settings.document() == after.settings.document() and before.placement == after.placement
     if same and minors[0] == minors[1] and (same_nodes if nodes else not labels):
         raise InputError(
@@ -166,8 +165,8 @@ def diff(
     }
     if nodes:
         semantics = (before.semantics(minors[0]), after.semantics(minors[1]))
-        found = impact(list(nodes), list(existing), list(pending), *semantics, before.settings.gpu_memory_unit, labels)
-        modes, modes_after = _modes(nodes), _modes(nodes_after)
+        found = impact(nodes, existing, pending, *semantics, before.settings.gpu_memory_unit, nodes_after)
+        modes, modes_after = _modes(gpu_before), _modes(gpu_after)
         extra_after["gpu_pods"] = list(found.holding)
         extra_after["relabelled"] = [(n, m, modes_after[n]) for n, m in modes.items() if modes_after.get(n, m) != m]
         extra_after["gpu_pods_on"] = found.on_node

@@ -24,7 +24,7 @@ from typing import Any
 from gpushare.kube.documents import Objects, Source, from_objects
 from gpushare.kube.workloads import WORKLOAD_KINDS
 from gpushare.placement.framework import Cycle
-from gpushare.placement.inputs import Inventory, build
+from gpushare.placement.inputs import Inventory, build, nodes_of
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
 from gpushare.placement.profiles import Profile, profile
 from gpushare.placement.result import Pending, PlacementResult
@@ -504,8 +504,7 @@ def defragment(
     layout = Layout(inventory, run(inventory, semantics), semantics)
     answers = fragmentation(layout, limit, pools)
     moves = plan(layout, limit) if answers and limit else []
-    unhealthy = [s for s in existing + pending if s.kind == "ConfigMap"]  # what marks GPUs unhealthy
-    again = replace(inventory, nodes=build(nodes, unhealthy, [], semantics, input_unit).nodes)
+    again = replace(inventory, nodes=nodes_of(nodes, existing + pending, semantics, input_unit))
     replayed = Layout(again, run(again, semantics), semantics)
     return Defrag(tuple(answers), replay(replayed, moves), replayed.result)
 

@@ -118,10 +118,9 @@ def main(args: argparse.Namespace) -> int:
         fleet = {"nodes": inputs.nodes, "existing": inputs.existing, "pending": inputs.workloads}
     elif args.existing or args.workloads:
         raise InputError("--nodes", None, "the fleet's Node objects (or --kubeconfig) with --existing or workloads")
-    said = " ".join([*(["--to " + args.to] if args.to else []), *(f"--set {t}" for t in args.set)])
-    said += "".join(f" --label {t}" for t in args.label) + (
-        f" --to-placement {args.to_placement}" if args.to_placement else ""
-    )
-    answer = diff(before, after, labels=labels, cluster_minor=minor, said=said.strip() or "--to", **fleet)
+    asked = {"--to": [args.to] if args.to else [], "--set": args.set, "--label": args.label}
+    asked["--to-placement"] = [args.to_placement] if args.to_placement else []
+    said = " ".join(f"{flag} {value}" for flag, values in asked.items() for value in values) or "--to"
+    answer = diff(before, after, labels=labels, cluster_minor=minor, said=said, **fleet)
     diffreport.write(answer, args.output, sys.stdout, args.unified)
     return 1 if answer.blocked else 0

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpushare.domain.kubescheduler import GPU_NODE_MODE
 from gpushare.domain.labels import ANN_PREFIX
 from gpushare.kube.documents import Source
 from gpushare.kube.nodes import NodeInfo, read_node
-from gpushare.placement.inputs import Inventory, build
+from gpushare.placement.inputs import Inventory, build, nodes_of
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.plugins.gpushare import kind
 from gpushare.placement.profiles import Profile, profile
@@ -175,12 +175,14 @@ def impact(
     before: Semantics,
     after: Semantics,
     input_unit: str,
-    labels: Sequence[tuple[str, str | None]] = (),
+    nodes_after: list[Source] | None = None,
 ) -> Impact:
-    """The fleet under the settings before and after: running pods that lose their place (and where they would
-    go), and each pending pod's node on both sides."""
-    nodes_after = relabelled(nodes, labels)
-    held = _charged(build(nodes, existing, [], before, input_unit), before)
+    """The fleet under the settings before and after (`nodes_after`: the nodes as the change leaves them, `relabelled`;
+    default the same): running pods that lose their place (and where they would go), and each pending pod's node on
+    both sides. The side before reads its pods once: they hold their places on nodes made afresh, then are placed."""
+    nodes_after = nodes if nodes_after is None else nodes_after
+    inventory = build(nodes, existing, pending, before, input_unit)
+    held = _charged(replace(inventory, nodes=nodes_of(nodes, existing + pending, before, input_unit)), before)
     on_node = {n.name: [p.key for p in n.bound if p.wants_gpu] for n in held.nodes}
     lost_before = lost_places(profile(before), held.nodes)
     held_after = _charged(build(nodes_after, existing, [], after, input_unit), after)
@@ -188,7 +190,6 @@ def impact(
     lost = {k: v for k, v in lost_places(profile(after), held_after.nodes).items() if k not in lost_before}
     staying = [s for s in existing if not (s.kind == "Pod" and _key(s) in lost)]
     moving = [_unplaced(s) for s in existing if s.kind == "Pod" and _key(s) in lost]
-    inventory = build(nodes, existing, pending, before, input_unit)
     result_before = run(inventory, before)
     result_after = run(build(nodes_after, staying, moving + pending, after, input_unit), after)
     on_before, why_before = _placed(result_before)

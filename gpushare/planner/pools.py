@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
-from gpushare.placement.inputs import build
+from gpushare.placement.inputs import build, nodes_of
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.profiles import profile
 from gpushare.placement.result import Pending, PlacementResult
@@ -123,11 +123,11 @@ class Fleet:
     def nodes_with(self, counts: Mix) -> list[Node]:
         """The fleet's nodes made afresh, with `count` nodes of each `pool` added."""
         docs = self.nodes + [doc for pool, count in counts for doc in copies(pool, count)]
-        return build(docs, self._unhealthy, [], self.semantics, self.input_unit).nodes
+        return nodes_of(docs, self._unhealthy, self.semantics, self.input_unit)
 
     def empty(self, pool: Pool) -> Node:
         """One empty node of the pool, modelled alone (its filters read only itself): a fresh one each call."""
-        return build(copies(pool, 1), self._unhealthy, [], self.semantics, self.input_unit).nodes[0]
+        return nodes_of(copies(pool, 1), self._unhealthy, self.semantics, self.input_unit)[0]
 
     def with_pools(self, counts: Mix) -> PlacementResult:
         """The whole fleet placed again with `count` nodes of each `pool` added."""
@@ -303,12 +303,13 @@ def size_mix(fleet: Fleet, pools: list[Pool], alone: list[Sizing]) -> Blend | No
     zero = fleet.with_pools([])
     waiting = fleet.pending_models(zero)
     refused = set.intersection(*(_never(fleet, pool, waiting) for pool in pools))  # no pool's empty node takes them
-    replays = {"n": 0}
+    replays = 0
     seen: dict[tuple[int, ...], PlacementResult] = {}
 
     def replay(counts: tuple[int, ...]) -> PlacementResult:
+        nonlocal replays
         if counts not in seen:
-            replays["n"] += 1
+            replays += 1
             seen[counts] = fleet.with_pools(list(zip(pools, counts, strict=True)))
             if len(seen) > 3:
                 seen.pop(next(iter(seen)))
@@ -359,4 +360,4 @@ def size_mix(fleet: Fleet, pools: list[Pool], alone: list[Sizing]) -> Blend | No
         (p.name, replay(_with(counts, i, c - 1))) for i, (p, c) in enumerate(zip(pools, counts, strict=True)) if c
     )
     used = tuple((p.name, c) for p, c in zip(pools, counts, strict=True) if c)
-    return Blend(used, cost, result, fewer, _unservable(result, refused), how, replays["n"])
+    return Blend(used, cost, result, fewer, _unservable(result, refused), how, replays)
