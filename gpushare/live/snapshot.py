@@ -30,7 +30,7 @@ from gpushare.kube.cluster import Cluster, ClusterError, translated
 from gpushare.kube.documents import Source
 from gpushare.kube.shapes import trim
 from gpushare.live.ledger import scheduler_configs
-from gpushare.output import Plan, Staged, staged_tree
+from gpushare.output import Plan, Staged, plan, staged_tree
 
 #: Items asked for in one list call: kubectl's own page size.
 PAGE = 500
@@ -153,6 +153,7 @@ def take(
 ) -> Snapshot:
     """Copy the cluster into `output` (a directory, written whole or not at all). `expect_minor`: refuse a cluster
     of another Kubernetes minor (a ClusterError naming both). `tick(n)` is told of each page's items."""
+    plan(output, tree=True, force=force)  # a target it may not write is refused before the cluster is read
     cluster = Cluster(kubeconfig, context)
     version = _version(cluster, expect_minor)
     taken = Snapshot(Path(output), version)
