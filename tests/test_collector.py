@@ -121,3 +121,29 @@ def test_a_command_does_not_collect_and_restores(
     assert gc.isenabled()
     assert main(["place", "--nodes", str(tmp_path / "missing.yaml"), str(tmp_path / "pods.yaml")]) == 2
     assert gc.isenabled()
+
+
+def test_a_snapshot_stream_stays_flat_under_the_pause() -> None:
+    """`gpushare snapshot` writes each item with json's indenting encoder, which leaves a ring of closures per call:
+    with the collector paused (as the CLI runs), the sweep after each page keeps the heap from growing with the
+    cluster (5,000 nodes and 150,000 pods took 535 MiB without it)."""
+    from gpushare.kube.shapes import trim
+    from gpushare.live.snapshot import _item
+
+    pod = {"kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": {"nodeName": "n1", "containers": []}}
+
+    def page() -> None:
+        for _ in range(200):
+            _item(trim(pod))
+
+    with collector.paused():
+        collector.sweep()
+        before = len(gc.get_objects())
+        for _ in range(5):
+            page()
+            collector.sweep()
+        swept = len(gc.get_objects())
+        page()
+        unswept = len(gc.get_objects())
+    assert swept - before < 100
+    assert unswept - swept > 1000  # what each sweep frees: the page's cycles

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpushare import collector
 from gpushare.domain import kinds, labels
 from gpushare.kube.cluster import Cluster, ClusterError, translated
 from gpushare.kube.documents import Source
@@ -214,6 +215,7 @@ def _write_list(
                         append((b"" if first else b",") + _item(trim(item)))
                         first = False
                         counts[listing.kind] = counts.get(listing.kind, 0) + 1
+                    collector.sweep()  # each item written left a cycle behind (the collector is paused)
             except ClusterError as exc:
                 if started:  # a list cut midway would leave a part of it: the snapshot is not written
                     raise ClusterError(
