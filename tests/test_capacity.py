@@ -361,3 +361,30 @@ def test_a_mix_keeps_one_pool_when_it_alone_costs_no_more() -> None:
     mix = size_mix(fleet_, [dear, cheap], size(fleet_, [dear, cheap]))
     assert mix is not None and dict(mix.counts) == {"cheap": 1} and mix.cost == 1  # two 10s a GPU
     assert size_mix(fleet_, [cheap], size(fleet_, [cheap])) is None  # one pool: nothing to mix
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_fewest_count_found_from_a_guess_is_one_whose_one_fewer_is_not_enough(seed: int) -> None:
+    """Replays need not be monotone (a count can leave fewer pods pending than one more): whatever the guess, the
+    count the search settles on is enough and its one fewer is not, and a guess at the answer takes fewer replays
+    than the walk down from the top."""
+    from gpushare.planner.pools import _least
+
+    rng = random.Random(seed)
+    answer = rng.randint(1, 900)
+    holes = {c for c in range(answer, 1001) if rng.random() < 0.05} - {answer, 1000}  # not enough, above it
+    asked: list[int] = []
+
+    def enough(count: int) -> bool:
+        asked.append(count)
+        return count >= answer and count not in holes
+
+    for guess in (None, answer, answer - 1, rng.randint(1, 999)):
+        asked.clear()
+        found = _least(0, 1000, enough, guess)
+        replays = len(set(asked))
+        assert enough(found) and (found == 0 or not enough(found - 1))
+        if guess == answer:
+            assert replays == 2  # the guess and its one fewer
+        elif guess is None:
+            assert replays > 2

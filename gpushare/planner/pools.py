@@ -186,10 +186,16 @@ def _estimate(fleet: Fleet, pool: Pool, pods: list[Pod]) -> int:
     return _pack(fleet, [pool], pods)[pool.name]
 
 
-def _least(low: int, high: int, enough: Callable[[int], bool]) -> int:
+def _least(low: int, high: int, enough: Callable[[int], bool], guess: int | None = None) -> int:
     """The fewest in (low, high] that are enough, `high` being enough and `low` not: down in growing steps to a
     count that is not, then bisected; replays need not be monotone, so the count returned is one whose one fewer
-    is not enough."""
+    is not enough. A `guess` in between is tried first (an estimate close to the answer spares the walk from far
+    above it)."""
+    if guess is not None and low < guess < high:
+        if enough(guess):
+            high = guess
+        else:
+            low = guess
     step = 1
     while high - step > low and enough(high - step):
         high, step = high - step, step * 2
@@ -242,6 +248,7 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
         return left[count] <= refused
 
     low, high = 0, min(max(1, _estimate(fleet, pool, servable)), pool.max)  # `low` leaves pods pending
+    guess = None
     while not enough(high):  # short of the estimate: add what the pods still pending need (at most `max`)
         if high == pool.max:  # what stays pending with `max` added is named, as the pool does not serve it
             refused |= {p.key for p in replay(high).pending}
@@ -255,10 +262,12 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
                     replay(high - 1),
                     _unservable(replay(high), refused),
                 )
+            # what `max` serves may need fewer: estimated again without the pods it does not serve
+            guess = _estimate(fleet, pool, [p for p in servable if p.key not in refused])
             break
         low, more = high, _estimate(fleet, pool, fleet.pending_models(replay(high)))
         high = min(high + max(1, more), pool.max)
-    high = _least(low, high, enough)  # generous: down to the fewest whose one fewer leaves a pod pending
+    high = _least(low, high, enough, guess)  # generous: down to the fewest whose one fewer leaves a pod pending
     one_fewer = replay(high - 1) if high else None
     return Sizing(pool.name, high, high * pool.cost, replay(high), one_fewer, _unservable(replay(high), refused))
 
