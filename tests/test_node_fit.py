@@ -239,3 +239,30 @@ def test_a_pod_naming_its_node_is_bound_whatever_scheduler_it_names_and_a_malfor
     assert [a.name for a in result.placements] == ["named"] and not result.not_served
     (invalid,) = result.invalid
     assert invalid.name == "odd" and invalid.reason.startswith("spec.nodeName: ['a'] is not allowed; expected a node")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0", 0),
+        ("007", 7),
+        ("+3", 3),
+        ("-1", -1),
+        (str(2**63 - 1), 2**63 - 1),
+        (str(2**63), None),  # beyond Go's int: Atoi's range error
+        (str(-(2**63)), -(2**63)),
+        ("0" * 20 + "5", 5),  # leading zeros, however many
+        ("7" * 5000, None),
+        ("", None),
+        (" 1", None),
+        ("1 ", None),
+        ("0,1", None),
+        ("\uff11", None),  # a fullwidth digit: a digit to Python, not to Go
+        ("\u00b2", None),  # superscript two, likewise
+        (4, 4),
+    ],
+)
+def test_annotations_are_read_as_go_atoi_reads_them(text: object, value: int | None) -> None:
+    from gpushare.placement.plugins.gpushare import go_atoi
+
+    assert go_atoi(text) == value

@@ -159,7 +159,10 @@ class Profile:
         if pod.gpu_indices is not None:
             gpus = [g for g in node.gpus if g.index in pod.gpu_indices]
             share = self.gpus.charged(pod) // max(1, len(pod.gpu_indices))
-            return with_changes(pod, gpu_mem=share * len(gpus), gpu_count=max(1, len(gpus))), gpus, ""
+            gpu_mem, gpu_count = share * len(gpus), max(1, len(gpus))
+            if (gpu_mem, gpu_count) == (pod.gpu_mem, pod.gpu_count):  # as asked: the pod itself, not a copy
+                return pod, gpus, ""
+            return with_changes(pod, gpu_mem=gpu_mem, gpu_count=gpu_count), gpus, ""
         if not self.places_unannotated:
             return pod, [], ""
         gpus = self.gpus.choose_gpus(node, pod)

@@ -20,9 +20,15 @@ ONE_DEVICE = "Insufficient GPU Memory in one device"
 
 def go_atoi(text: object) -> int | None:
     """Go's strconv.Atoi, which the extender reads its annotations with: an optional sign and decimal digits, nothing
-    else (no spaces, no list); None where Atoi returns an error."""
+    else (no spaces, no list), within a 64-bit int; None where Atoi returns an error."""
     value = str(text)
-    return int(value) if re.fullmatch(r"[+-]?[0-9]+", value) and len(value) <= 19 else None
+    # plain digits, a fleet's every bound pod, skip the pattern
+    if not (value.isascii() and value.isdigit()) and not re.fullmatch(r"[+-]?[0-9]+", value):
+        return None
+    if len(value.lstrip("+-0")) > 19:  # beyond any int64 (and long enough for Python to refuse to convert)
+        return None
+    number = int(value)
+    return number if -(2**63) <= number < 2**63 else None  # beyond Go's int: Atoi's range error
 
 
 def kind(pod: Pod) -> str:
