@@ -62,6 +62,12 @@ COMPILED = [
 ]
 
 
+#: How mypyc's build type-checks the compiled modules: mypy's defaults, not the project's strict settings (tox checks
+#: those), and no plugin (pydantic's is the project's). The lint environment runs the same check
+#: (tests/mypyc_check.py), since a failure here only falls back to the Python engine, silently.
+MYPYC_CHECK = ["--config-file", "", "--ignore-missing-imports"]
+
+
 def _extensions() -> list[object]:
     # Only a build compiles (pip runs this file for the metadata first, twice). An editable install runs the source
     # tree: a compiled module there would shadow every later edit of its source.
@@ -77,7 +83,7 @@ def _extensions() -> list[object]:
         # mypy's defaults, not the project's strict settings (tox checks those): the build's mypy may be newer, and
         # the build environment lacks the dependencies' types, which strictness would count as errors
         # one C file a module, so the compiler's work can be shared between cores (`_ParallelBuildExt`)
-        args = ["--config-file", "", "--ignore-missing-imports", *COMPILED]
+        args = [*MYPYC_CHECK, *COMPILED]
         extensions = mypycify(args, opt_level="3", multi_file=True)
     except BaseException as exc:  # mypyc stops with SystemExit on a type error
         print(f"gpushare: building the pure Python engine (mypyc: {exc})", file=sys.stderr)

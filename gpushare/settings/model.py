@@ -228,7 +228,7 @@ class DoctorSettings(_Model):
     """Access for `gpushare doctor` and `gpushare snapshot`, which read and never write."""
 
     rbac: bool = Field(
-        False,
+        default=False,  # by name: a type checker without pydantic's plugin (mypyc's build) reads no other default
         description="Create a ServiceAccount with a ClusterRole that may only get and list what doctor and snapshot "
         "read (nodes, pods, ConfigMaps, DaemonSets and what placement reads), bound to it: run doctor with its token.",
     )

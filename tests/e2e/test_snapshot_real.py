@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cluster import ControlPlane
 from faults import Front
 from kube import api, create_node, gpu_node
@@ -91,12 +92,20 @@ def test_a_snapshot_is_the_live_cluster_as_files(fleet: ControlPlane, tmp_path: 
     assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1 and written(mine) == ["notes.txt"]
 
 
-@pytest.mark.parametrize("fault", ["denied", "minor", "cut"])
+@pytest.mark.parametrize("fault", ["denied", "expired", "unreachable", "minor", "cut"])
 def test_a_failed_read_is_one_line_and_writes_nothing(fleet: ControlPlane, tmp_path: Path, fault: str) -> None:
     kubeconfig, extra, front = fleet.kubeconfig, [], None
     other = fleet.minor - 1 if fleet.minor > MINORS[0] else fleet.minor + 1  # a minor gpushare knows, not this one
-    if fault == "denied":
+    if fault == "denied":  # a user the cluster knows and grants nothing
         kubeconfig = fleet.write_kubeconfig("nobody")
+    elif fault in ("expired", "unreachable"):  # a token the server no longer takes (401); a port nothing serves
+        config = yaml.safe_load(fleet.kubeconfig.read_text())
+        if fault == "expired":
+            config["users"][0]["user"] = {"token": "revoked.or.expired"}
+        else:
+            config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
+        kubeconfig = tmp_path / f"{fault}.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump(config))
     elif fault == "minor":
         extra = ["--kube-version", f"1.{other}"]
     else:
@@ -110,8 +119,15 @@ def test_a_failed_read_is_one_line_and_writes_nothing(fleet: ControlPlane, tmp_p
             front.stop()
     assert failed.returncode == 2, failed.stderr
     assert len(failed.stderr.strip().splitlines()) == 1, failed.stderr
-    said = {"denied": "access denied", "minor": f"not 1.{other}", "cut": "cut midway"}[fault]
-    assert said in failed.stderr and written(tmp_path) == []
+    said = {
+        "denied": "access denied",
+        "expired": "access denied",
+        "unreachable": "cluster unreachable",
+        "minor": f"not 1.{other}",
+        "cut": "cut midway",
+    }[fault]
+    assert said in failed.stderr
+    assert [name for name in written(tmp_path) if not name.endswith(".kubeconfig")] == []  # nor a staging leftover
     if front is not None:
         assert any("continue=" in path for path in front.seen)  # it did reach a second page
 
