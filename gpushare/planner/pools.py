@@ -189,13 +189,11 @@ def _estimate(fleet: Fleet, pool: Pool, pods: list[Pod]) -> int:
 def _least(low: int, high: int, enough: Callable[[int], bool], guess: int | None = None) -> int:
     """The fewest in (low, high] that are enough, `high` being enough and `low` not: down in growing steps to a
     count that is not, then bisected; replays need not be monotone, so the count returned is one whose one fewer
-    is not enough. A `guess` in between is tried first (an estimate close to the answer spares the walk from far
-    above it)."""
-    if guess is not None and low < guess < high:
-        if enough(guess):
-            high = guess
-        else:
-            low = guess
+    is not enough. A `guess` in between is tried first: enough, the walk starts from it (an estimate close to the
+    answer spares the walk from far above it); not enough, it is not taken as a bound (a count below it may be
+    enough, replays not being monotone) and the walk starts from `high`."""
+    if guess is not None and low < guess < high and enough(guess):
+        high = guess
     step = 1
     while high - step > low and enough(high - step):
         high, step = high - step, step * 2
