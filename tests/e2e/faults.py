@@ -7,7 +7,7 @@ from __future__ import annotations
 import http.client
 import ssl
 import threading
-import time
+import traceback
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,6 +25,10 @@ class Front:
     on_continue: str = ""
     hold: float = 30.0
     seen: list[str] = field(default_factory=list)
+    #: Errors of the front's own handlers (an upstream gone by then): kept here, never printed, since the process's
+    #: stderr belongs to whatever test runs next in this worker.
+    errors: list[str] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> Path:
         """Serve on a free port; the kubeconfig that reaches the cluster through it."""
@@ -45,7 +49,10 @@ class Front:
                     self.connection.shutdown(2)
                     return
                 if "continue=" in self.path and front.on_continue == "hold":
-                    time.sleep(front.hold)
+                    front.stopping.wait(front.hold)
+                if front.stopping.is_set():  # stopped while it held the request: no upstream to ask any more
+                    self.close_connection = True
+                    return
                 conn = http.client.HTTPSConnection(upstream.hostname, upstream.port, context=outgoing, timeout=60)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization")}
                 conn.request("GET", self.path, headers=headers)
@@ -63,8 +70,12 @@ class Front:
             def log_message(self, *args: Any) -> None:
                 return None
 
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                front.errors.append(traceback.format_exc())
+
         port = free_port()
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server = Server(("127.0.0.1", port), Handler)
         incoming = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         incoming.load_cert_chain(str(self.cluster.pki.server_crt), str(self.cluster.pki.server_key))
         self.server.socket = incoming.wrap_socket(self.server.socket, server_side=True)
@@ -75,5 +86,6 @@ class Front:
         return path
 
     def stop(self) -> None:
+        self.stopping.set()  # a held request returns at once, unanswered
         self.server.shutdown()
         self.server.server_close()
