@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cluster import ControlPlane
-from toolchain import BUILDS_BESIDE, control_plane_tools, need_tool, selected_minors
+from toolchain import control_plane_tools, need_tool, selected_minors
 
 E2E_DIR = Path(__file__).resolve().parent
 
@@ -41,25 +41,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     collected (and as pytest orders them), a module's tests alternate between minors, pytest not regrouping a
     module-scoped parameter that another parametrize multiplies: a test often started a plane anew (7 s).
 
-    With the Go builds running beside the tests (`.ci/run`), the tests that need no Go run first, then helm's and
-    the device list's (built first), then each minor's group in the order the minors are built: a worker does not
-    wait on a build while others' work is ready."""
+    Where the workers start is not this order's to say: xdist's loadgroup hands out the largest groups first (each
+    minor's end-to-end tests, which with `.ci/run`'s builds beside them wait on their minor's build), and groups
+    alike in size in this order, which is the order the minors are built in."""
     first: dict[Path, int] = {}  # modules keep their places; within each, its tests regroup by minor (stably)
     for i, item in enumerate(items):
         first.setdefault(item.path, i)
-    if not BUILDS_BESIDE:
-        items.sort(key=lambda item: (first[item.path], _minor(item)))
-        return
-    built = {minor: i for i, minor in enumerate(selected_minors())}
-
-    def when(item: pytest.Item) -> tuple[int, int, int]:
-        minor = _minor(item)
-        if minor >= 0:
-            return 2, built.get(minor, len(built)), first[item.path]
-        needs_go = item.get_closest_marker("helm") or item.get_closest_marker("e2e")  # helm or the device list
-        return (1 if needs_go else 0), 0, first[item.path]
-
-    items.sort(key=when)
+    items.sort(key=lambda item: (first[item.path], _minor(item)))
 
 
 def _minor(item: pytest.Item) -> int:
