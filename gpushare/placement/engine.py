@@ -315,8 +315,11 @@ def place(
     explain: bool = False,
     tick: Callable[[], None] = lambda: None,
     budgets: Sequence[DisruptionBudget] = (),
+    draws: bool = True,
 ) -> PlacementResult:
     engine = FastEngine(nodes, profile, explain, pods)
+    if engine.sampler is not None:
+        engine.sampler.draws = draws
     result = PlacementResult(profile.semantics, nodes=nodes)
     order = node_order or {}
 

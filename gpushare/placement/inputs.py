@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gpushare import collector
 from gpushare.domain import labels, profiles
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import Placement
@@ -80,8 +81,7 @@ def to_pod(
         spread, spread_own = soft_constraints(
             read.soft_spread, read.spreads, view.namespace, own_labels, controller, owners, scheduler
         )
-    indices = plugins.gpus.indices(view.annotations.get(labels.ANN_IDX))
-    annotated = view.annotations.get(labels.ANN_POD_MEM)
+    indices, annotated = _ledger(view.annotations, plugins, unit_ratio)
     requests, nz_cpu, nz_memory = view.pod.as_scheduled(scheduler.counts_sidecars)
     priority = priorities.admitted(spec, classes or priorities.SYSTEM, running=owners is None)
     return Pod(
@@ -119,10 +119,86 @@ def to_pod(
         owner=(controller[1], controller[3]) if controller and controller[1] in nodepreferavoidpods.KINDS else None,
         host_ports=read.host_ports,
         priority=priority.value,
-        gpu_mem_annotated=None if annotated is None else _rescale(max(0, go_atoi(annotated) or 0), unit_ratio),
+        gpu_mem_annotated=annotated,
         preempts=priority.preempts,
         started=str(mapping(view.source.obj.get("status")).get("startTime") or ""),
     )
+
+
+def _ledger(
+    annotations: Mapping[str, Any], plugins: Profile, unit_ratio: tuple[int, int]
+) -> tuple[tuple[int, ...] | None, int | None]:
+    """What the extender wrote on a bound pod: the GPU indices it chose, and the GPU memory it charged."""
+    indices = plugins.gpus.indices(annotations.get(labels.ANN_IDX))
+    annotated = annotations.get(labels.ANN_POD_MEM)
+    return indices, None if annotated is None else _rescale(max(0, go_atoi(annotated) or 0), unit_ratio)
+
+
+class _Alike:
+    """Running pods modelled as copies of one read before them where they differ from it only in what each pod
+    has of its own (name, node, the extender's annotations, start time): a fleet's pods are the replicas of a few
+    templates, and gpushare's readers cut them to what it reads (`kube.shapes`), so most are such copies, and a
+    copy costs a comparison of the spec instead of reading it. Kept per namespace, the last few templates met;
+    where few pods are copies (documents read whole: each pod's service-account volume has a name of its own),
+    it stops looking."""
+
+    #: Templates kept per namespace, and the lookups after which a hit rate below one in four stops the search.
+    KEPT = 8
+    TRIAL = 512
+
+    def __init__(self, plugins: Profile, ratio: tuple[int, int]) -> None:
+        self.plugins, self.ratio = plugins, ratio
+        self.seen: dict[str, list[tuple[dict[str, Any], dict[str, Any], Pod]]] = {}
+        self.lookups = self.hits = 0
+        self.on = True
+
+    def copy(self, src: Source) -> Pod | None:
+        """The pod as a copy of a template met before, or None (then it is read whole and `keep` is offered it)."""
+        if not self.on:
+            return None
+        meta, spec = mapping(src.obj.get("metadata")), mapping(src.obj.get("spec"))
+        node = spec.get("nodeName")
+        kept = self.seen.get(str(meta.get("namespace") or "default"))
+        if kept is None or not isinstance(node, str):
+            return None
+        self.lookups += 1
+        for i, (seen_meta, seen_spec, pod) in enumerate(kept):
+            if _same(spec, seen_spec, "nodeName") and _same(meta, seen_meta, "name", "annotations"):
+                self.hits += 1
+                if i:
+                    kept.insert(0, kept.pop(i))
+                indices, annotated = _ledger(mapping(meta.get("annotations")), self.plugins, self.ratio)
+                return with_changes(
+                    pod,
+                    name=str(meta.get("name") or "unnamed"),
+                    node=node or None,
+                    gpu_indices=indices,
+                    gpu_mem_annotated=annotated,
+                    source=src.where,
+                    started=str(mapping(src.obj.get("status")).get("startTime") or ""),
+                )
+        if self.lookups >= self.TRIAL and self.hits * 4 < self.lookups:
+            self.on = False
+        return None
+
+    def keep(self, src: Source, pod: Pod) -> None:
+        """A pod read whole becomes a template (a valid one: an invalid pod's reason may name it)."""
+        if self.on and pod.invalid is None:
+            meta = mapping(src.obj.get("metadata"))
+            kept = self.seen.setdefault(str(meta.get("namespace") or "default"), [])
+            kept.insert(0, (meta, mapping(src.obj.get("spec")), pod))
+            del kept[self.KEPT :]
+
+
+#: What no document holds: a key `_same` finds in one mapping and not the other.
+_ABSENT = object()
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any], *own: str) -> bool:
+    """Equal but for the keys `own` (each object's own values)."""
+    if len(a) - sum(k in a for k in own) != len(b) - sum(k in b for k in own):
+        return False
+    return all(k in own or b.get(k, _ABSENT) == v for k, v in a.items())
 
 
 def _invalid(view: Workload, reason: str, template: int) -> Pod:
@@ -263,10 +339,26 @@ def build(
 ) -> Inventory:
     """The model of the fleet; existing pods are charged to their nodes, DaemonSets expanded per eligible node.
     With `consume`, the workload list is emptied as its objects are modelled, so a fleet's documents and its
-    model are not both held whole (the caller's last use of them)."""
+    model are not both held whole (the caller's last use of them). The model is made with the cyclic collector
+    paused (`collector`): it holds no cycles, and the collector would otherwise walk it again and again as it grows
+    (a tenth of a headroom answer at 100,000 running pods, called from Python)."""
+    with collector.paused():
+        return _build(node_docs, existing_docs, workload_docs, semantics, input_unit, consume)
+
+
+def _build(
+    node_docs: list[Source],
+    existing_docs: list[Source],
+    workload_docs: list[Source],
+    semantics: Semantics,
+    input_unit: str | None,
+    consume: bool,
+) -> Inventory:
     ratio = unit_ratio(input_unit or semantics.gpu_memory_unit, semantics)
     plugins = profile(semantics)
-    everything = node_docs + existing_docs + workload_docs
+    # what the cluster holds besides pods (most documents are pods: the readers of the rest look at these only)
+    state = [s for s in existing_docs + workload_docs if s.obj.get("kind") != "Pod"]
+    everything = node_docs + state
     unhealthy = _unhealthy(everything)
     infos = [info for info in (read_node(s) for s in node_docs) if info is not None]
     nodes = [node_model(info, unhealthy, plugins, ratio) for info in infos]
@@ -274,7 +366,7 @@ def build(
         node.id = i
     _image_states(nodes, infos)
     owners = Owners()
-    for src in existing_docs + workload_docs:  # what the cluster will hold: its Services and pod controllers
+    for src in state:  # what the cluster will hold: its Services and pod controllers
         owners.add(src)
     namespaces = {
         str(mapping(s.obj.get("metadata")).get("name", "")): {
@@ -283,15 +375,23 @@ def build(
         for s in everything
         if s.kind == "Namespace"
     }
-    quotas = read_quotas(existing_docs + workload_docs, ratio)
+    quotas = read_quotas(state, ratio)
     classes = priorities.read_classes(everything)
-    budgets = priorities.read_budgets(existing_docs + workload_docs)
-    del everything
+    budgets = priorities.read_budgets(state)
+    del everything, state
     existing: list[Pod] = []
+    alike = _Alike(plugins, ratio)
     for src in existing_docs:
-        view = read_workload(src) if src.kind == "Pod" else None
-        if view is not None and mapping(src.obj.get("status")).get("phase") not in ("Succeeded", "Failed"):
-            existing.append(to_pod(view, plugins, ratio, namespaces=namespaces, classes=classes))
+        if src.obj.get("kind") != "Pod" or mapping(src.obj.get("status")).get("phase") in ("Succeeded", "Failed"):
+            continue
+        pod = alike.copy(src)
+        if pod is None:
+            view = read_workload(src)
+            if view is None:
+                continue
+            pod = to_pod(view, plugins, ratio, namespaces=namespaces, classes=classes)
+            alike.keep(src, pod)
+        existing.append(pod)
     unknown: Counter[str] = Counter()
     suffixed: list[tuple[str, Any, int]] = []  # the first of each workload
     new: list[Pod] = []

@@ -25,11 +25,14 @@ def place(
     explain: bool = False,
     tick: Callable[[], None] = lambda: None,
     budgets: Sequence[DisruptionBudget] = (),
+    draws: bool = True,
 ) -> PlacementResult:
     result = PlacementResult(profile.semantics, nodes=nodes)
     order = node_order or {}
     engine = Plain(nodes, profile)
     sampler = engine.sampler
+    if sampler is not None:
+        sampler.draws = draws
 
     def attempt(pod: Pod) -> Assignment | Pending:
         if pod.node is not None:  # created with spec.nodeName: bound at creation, past every filter

@@ -54,14 +54,19 @@ def run(
     node_order: Mapping[str, str] | None = None,
     explain: bool = False,
     show_progress: bool = False,
+    draws: bool = True,
 ) -> PlacementResult:
     """Place the inventory's new pods after charging its existing ones; invalid pods are reported, not placed.
-    `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds."""
+    `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds. Without `draws`, a pod
+    placed where kube-scheduler's search stops early is tied only with the nodes sharing its best score among those
+    searched, not with every node the real choice may be drawn from (`Sampler.draws`): answers that count pods and
+    show no choice (the planner's) spare that scoring of the whole fleet."""
     refuse_unsupported_unit(inventory.nodes, semantics)
     plugins = profile(semantics)
     if plugins.pick is not None:  # the fast engine's indexes keep the repeatable tie-break: a sample goes node by node
         engine = "reference"
-    warnings = charge_existing(inventory.nodes, inventory.existing, plugins)
+    with collector.paused():  # the charged copies hold no cycles: the collector would walk the fleet for nothing
+        warnings = charge_existing(inventory.nodes, inventory.existing, plugins)
     runner = fast_engine.place if engine == "fast" else reference.place
     served = semantics.served_scheduler
     refused, quota_notes = admission.admit(
@@ -77,7 +82,9 @@ def run(
         and (p.scheduler_name == served or not p.wants_gpu or p.node is not None)
     ]
     with collector.paused(), progress(len(valid), "pods", show_progress) as tick:
-        result = runner(inventory.nodes, valid, plugins, dict(node_order or {}), explain, tick, inventory.budgets)
+        result = runner(
+            inventory.nodes, valid, plugins, dict(node_order or {}), explain, tick, inventory.budgets, draws
+        )
     result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in inventory.new if p.invalid]
     result.invalid += [Invalid(r.pod.namespace, r.pod.name, r.message, r.pod.source) for r in refused]
     result.not_served = [

@@ -77,6 +77,9 @@ class Sampler:
         #: the cycle itself, or (from the search over arrays) where it started and how many nodes it found
         #: UnschedulableAndUnresolvable, the cycle made again only if preemption looks at nodes one by one.
         self.cut_pending: dict[str, Sample | Cut] = {}
+        #: Work out how many nodes the real choice may be drawn from where the search is cut (`drawn_from`, which
+        #: scores every node passing the filters): the planner counts pods and shows no choice, and turns it off.
+        self.draws = True
 
     @property
     def cuts(self) -> bool:
@@ -144,7 +147,7 @@ class Sampler:
             return pending(pod, sample, len(self.order), explain)
         self.cut_pending.pop(pod.key, None)
         chosen, tied = profile.choose(pod, sample.passed, self.nodes)
-        if sample.complete:
+        if sample.complete or not self.draws:
             return chosen, tied
         seen = {n.id for n in sample.passed} | {n.id for n, _ in sample.rejected}
         passing = list(sample.passed)

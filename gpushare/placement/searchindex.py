@@ -291,6 +291,8 @@ class SearchIndex:
             return Pending(pod.namespace, pod.name, total, reasons, pod.per_gpu, (), unfiltered=unfiltered)
         sampler.cut_pending.pop(pod.key, None)
         chosen, tied = self._node(positions.view.select(found, positions.spread))
+        if not sampler.draws:
+            return chosen, tied
         return chosen, max(tied, positions.drawn_from(r, passing, window.feasible, sampler.wanted))
 
     def _node(self, chosen: tuple[int, int]) -> tuple[Node, int]:

@@ -13,6 +13,7 @@ import copy
 from collections import Counter
 from dataclasses import dataclass, replace
 
+from gpushare import collector
 from gpushare.domain import labels
 from gpushare.errors import InputError
 from gpushare.kube.documents import Objects, Source, from_objects
@@ -135,7 +136,21 @@ def headroom_of(
     runs: int = 0,
 ) -> Headroom:
     """The headroom of one template (Sources as read, with their files and lines); with `runs`, that many more
-    placements with random tie-breaks (seeds 1..runs) bound it (upstream: ACK's node order has no ties)."""
+    placements with random tie-breaks (seeds 1..runs) bound it (upstream: ACK's node order has no ties). The
+    cyclic collector is paused throughout (`collector`): the models and replicas hold no cycles."""
+    with collector.paused():
+        return _headroom_of(nodes, existing, pending, template, semantics, input_unit, runs)
+
+
+def _headroom_of(
+    nodes: list[Source],
+    existing: list[Source],
+    pending: list[Source],
+    template: Source,
+    semantics: Semantics,
+    input_unit: str | None,
+    runs: int,
+) -> Headroom:
     kind, namespace, name = _template(template)
     taken = {(s.kind, *_key(s)) for s in pending}
     if (kind, namespace, name) in taken:
@@ -151,16 +166,16 @@ def headroom_of(
     # ResourceQuotas admit the replicas among the other new pods, and a sampled run draws its tie-breaks from one
     # stream as `place` would: one run of them all
     if model.quotas or semantics.tie_seed is not None:
-        first = run(replace(model, new=list(model.new)), semantics)
+        first = run(replace(model, new=list(model.new)), semantics, draws=False)
         bound = _bound(first, replica, preempts)
         replicas, names = _replicas(template, kind, name, bound)
-        result = run(build(nodes, existing, pending + replicas, semantics, input_unit), semantics)
+        result = run(build(nodes, existing, pending + replicas, semantics, input_unit), semantics, draws=False)
     else:  # the replicas placed on the fleet the first run left, read and charged once
-        before = run(model, semantics)
+        before = run(model, semantics, draws=False)
         bound = _bound(before, replica, preempts)
         names = [_name(name, i) for i in range(bound)]
         extra = [_copy(replica, kind, n) for n in names]
-        result = run(Inventory(before.nodes, [], extra, budgets=model.budgets), semantics)
+        result = run(Inventory(before.nodes, [], extra, budgets=model.budgets), semantics, draws=False)
         result.warnings[:0] = before.warnings
     mine = {f"{namespace}/{n}" for n in names}
     placed = [a for a in result.placements if a.key in mine]
