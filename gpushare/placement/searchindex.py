@@ -50,13 +50,20 @@ Mask: TypeAlias = npt.NDArray[np.bool_]
 
 @dataclass(frozen=True)
 class Window:
-    """One pod's search: the positions it filtered (a mask), how many it went through, and the framework-feasible
-    nodes of the fleet."""
+    """One pod's search: the positions it filtered (one range, or two where it went round the end), how many it
+    went through, and the framework-feasible nodes of the fleet."""
 
-    filtered: Mask
+    spans: tuple[tuple[int, int], ...]
     processed: int
     feasible: int
     complete: bool
+
+    def filtered(self, total: int) -> Mask:
+        """The positions filtered, as a mask over all `total`."""
+        mask = np.zeros(total, np.bool_)
+        for start, end in self.spans:
+            mask[start:end] = True
+        return mask
 
 
 class Positions:
@@ -154,22 +161,27 @@ class Positions:
         feasible = np.flatnonzero((self.group >= 0) & (self.free >= r))
         everyone = len(feasible)
         if everyone <= wanted:  # every node filtered
-            return Window(np.ones(total, np.bool_), total, everyone, True)
+            return Window(((0, total),), total, everyone, True)
         # the one too many: the (wanted + 1)-th feasible position from `start`, round the end if need be
         first = int(np.searchsorted(feasible, start))
         end = int(feasible[(first + wanted) % everyone])
         if end >= start:
-            filtered = np.zeros(total, np.bool_)
-            filtered[start:end] = True
-            return Window(filtered, end - start, everyone, False)
-        filtered = np.ones(total, np.bool_)
-        filtered[end:start] = False
-        return Window(filtered, total - start + end, everyone, False)
+            return Window(((start, end),), end - start, everyone, False)
+        return Window(((start, total), (0, end)), total - start + end, everyone, False)
 
-    def found(self, mask: Mask) -> list[tuple[GroupKey, Entry]]:
-        """The groups with a node in `mask`, each with its answer as `Group.entry` gives it: (nodes, the best key,
-        nodes of the best's local score)."""
-        groups, keys = self.group[mask], self.key[mask]
+    def found(self, r: int, window: Window) -> list[tuple[GroupKey, Entry]]:
+        """The groups with a node in the window that takes a request of r (a member with that much room on one
+        device), each with its answer as `Group.entry` gives it: (nodes, the best key, nodes of the best's local
+        score). Sliced to the window: a search looks at a third of a large fleet or less."""
+        parts = []
+        for start, end in window.spans:
+            group = self.group[start:end]
+            takes = (group >= 0) & (self.room[start:end] >= r)
+            parts.append((group[takes], self.key[start:end][takes], self.local[start:end][takes]))
+        if len(parts) == 1:
+            groups, keys, local = parts[0]
+        else:
+            groups, keys, local = (np.concatenate([part[i] for part in parts]) for i in range(3))
         if not len(groups):
             return []
         size = len(self.keys)
@@ -178,7 +190,7 @@ class Positions:
         np.minimum.at(best, groups, keys)
         # the best's local score, -(key // span), is shared by the nodes tied with it
         tops = -(best // self.index.ranking.span)
-        ties = np.bincount(groups[self.local[mask] == tops[groups]], minlength=size)
+        ties = np.bincount(groups[local == tops[groups]], minlength=size)
         listed, bests, tied = counts.tolist(), best.tolist(), ties.tolist()
         return [(self.keys[g], (listed[g], bests[g], tied[g])) for g in range(size) if listed[g]]
 
@@ -273,8 +285,7 @@ class SearchIndex:
         positions = self.positions(pod, cls.members, cls.static_by_node)
         r = pod.gpu_mem
         window = positions.window(r, sampler.start, sampler.wanted)
-        passing = (positions.group >= 0) & (positions.room >= r)
-        found = positions.found(passing & window.filtered)
+        found = positions.found(r, window)
         if window.complete:
             sampler.cut_pending.pop(pod.key, None)
             return self._node(positions.view.select(found, positions.spread)) if found else None
@@ -282,7 +293,7 @@ class SearchIndex:
         sampler.moved(window.processed)
         if not found:
             total = len(sampler.order)
-            why, hopeless = positions.why(r, window.filtered)
+            why, hopeless = positions.why(r, window.filtered(total))
             unfiltered = total - window.processed
             if self.profile.scheduler.unfiltered_nodes_unresolvable:
                 hopeless += unfiltered
@@ -293,6 +304,7 @@ class SearchIndex:
         chosen, tied = self._node(positions.view.select(found, positions.spread))
         if not sampler.draws:
             return chosen, tied
+        passing = (positions.group >= 0) & (positions.room >= r)
         return chosen, max(tied, positions.drawn_from(r, passing, window.feasible, sampler.wanted))
 
     def _node(self, chosen: tuple[int, int]) -> tuple[Node, int]:

@@ -112,7 +112,7 @@ def main(args: argparse.Namespace) -> int:
     )
     report.write(answers, sizings, mix, defrag, semantics.gpu_memory_unit, req.output, sys.stdout)
     if args.plot:
-        state = run(build(inputs.nodes, inputs.existing, pending, semantics, req.input_unit), semantics)
+        state = run(build(inputs.nodes, inputs.existing, pending, semantics, req.input_unit), semantics, draws=False)
         shares = [h.per_gpu for h in answers if h.per_gpu] + [p.per_gpu for p in state.pending if p.per_gpu]
         written = write_capacity_plot(state, min(shares, default=0), answers, sizings, args.plot)
         print(f"gpushare: wrote {written}", file=sys.stderr)

@@ -501,11 +501,11 @@ def defragment(
     placement run again on nodes made afresh from their manifests (the pods' models, which nothing changes, are
     read once), then each move applied in order."""
     inventory = build(nodes, existing, pending, semantics, input_unit)
-    layout = Layout(inventory, run(inventory, semantics), semantics)
+    layout = Layout(inventory, run(inventory, semantics, draws=False), semantics)
     answers = fragmentation(layout, limit, pools)
     moves = plan(layout, limit) if answers and limit else []
     again = replace(inventory, nodes=nodes_of(nodes, existing + pending, semantics, input_unit))
-    replayed = Layout(again, run(again, semantics), semantics)
+    replayed = Layout(again, run(again, semantics, draws=False), semantics)
     return Defrag(tuple(answers), replay(replayed, moves), replayed.result)
 
 

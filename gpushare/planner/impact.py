@@ -190,8 +190,8 @@ def impact(
     lost = {k: v for k, v in lost_places(profile(after), held_after.nodes).items() if k not in lost_before}
     staying = [s for s in existing if not (s.kind == "Pod" and _key(s) in lost)]
     moving = [_unplaced(s) for s in existing if s.kind == "Pod" and _key(s) in lost]
-    result_before = run(inventory, before)
-    result_after = run(build(nodes_after, staying, moving + pending, after, input_unit), after)
+    result_before = run(inventory, before, draws=False)
+    result_after = run(build(nodes_after, staying, moving + pending, after, input_unit), after, draws=False)
     on_before, why_before = _placed(result_before)
     on_after, why_after = _placed(result_after)
     displaced = tuple(

@@ -142,7 +142,7 @@ class Fleet:
             model = build(docs, self.existing, self.pending, self.semantics, self.input_unit)
         else:
             model = replace(self.models, nodes=self.nodes_with(counts))
-        result = run(model, self.semantics)
+        result = run(model, self.semantics, draws=False)
         if not counts:
             self._zero = result
         return result
@@ -177,8 +177,8 @@ def _pack(fleet: Fleet, pools: list[Pool], pods: list[Pod]) -> dict[str, int]:
             open_nodes.append(home)
             opened[next(p.name for p, t in templates if t is fresh)] += 1
         home.add_pod(pod, plugins.gpus.choose_gpus(home, pod))
-        if home.room < least:
-            open_nodes.remove(home)
+        if home.room < least:  # closed: found by identity (`list.remove` would compare nodes field by field)
+            del open_nodes[next(i for i, n in enumerate(open_nodes) if n is home)]
     return opened
 
 
