@@ -57,6 +57,8 @@ class Headroom:
     stranded: int
     #: The most GPU memory (units) free on any one GPU after the last replica: below `per_gpu` where memory blocks.
     largest_free: int
+    #: The run the answer is read from. Its placements' `tied_with` counts ties among the nodes each search looked
+    #: at only, not every node the real choice may be drawn from (`run(draws=False)`, as in every planner run).
     result: PlacementResult
     #: Runs with random tie-breaks sampled (0: none).
     runs: int = 0
