@@ -18,7 +18,7 @@ from gpushare.domain import labels
 from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
 from gpushare.kube.documents import Source
 from gpushare.kube.workloads import read_workload
-from gpushare.placement.inputs import _Alike, build, to_pod, unit_ratio
+from gpushare.placement.inputs import _TRIAL, _Alike, build, to_pod, unit_ratio
 from gpushare.placement.model import Semantics
 from gpushare.placement.profiles import profile
 
@@ -115,7 +115,7 @@ def test_copies_stop_being_looked_for_where_few_pods_are_copies() -> None:
     """Documents read whole (each pod's own volume names, uid) are never copies: after its trial the search stops,
     and every pod is still read."""
     semantics = Semantics()
-    pods = [_pod(i, 0, 0, "uid", None, None) for i in range(_Alike.TRIAL + 50)]
+    pods = [_pod(i, 0, 0, "uid", None, None) for i in range(_TRIAL + 50)]
     for i, src in enumerate(pods):
         src.obj["metadata"]["uid"] = f"u-{i}"
     alike = _Alike(profile(semantics), unit_ratio(semantics.gpu_memory_unit, semantics))

@@ -134,6 +134,11 @@ def _ledger(
     return indices, None if annotated is None else _rescale(max(0, go_atoi(annotated) or 0), unit_ratio)
 
 
+#: Templates `_Alike` keeps per namespace, and the lookups after which a hit rate below one in four stops it.
+_KEPT = 8
+_TRIAL = 512
+
+
 class _Alike:
     """Running pods modelled as copies of one read before them where they differ from it only in what each pod
     has of its own (name, node, the extender's annotations, start time): a fleet's pods are the replicas of a few
@@ -141,10 +146,6 @@ class _Alike:
     copy costs a comparison of the spec instead of reading it. Kept per namespace, the last few templates met;
     where few pods are copies (documents read whole: each pod's service-account volume has a name of its own),
     it stops looking."""
-
-    #: Templates kept per namespace, and the lookups after which a hit rate below one in four stops the search.
-    KEPT = 8
-    TRIAL = 512
 
     def __init__(self, plugins: Profile, ratio: tuple[int, int]) -> None:
         self.plugins, self.ratio = plugins, ratio
@@ -177,7 +178,7 @@ class _Alike:
                     source=src.where,
                     started=str(mapping(src.obj.get("status")).get("startTime") or ""),
                 )
-        if self.lookups >= self.TRIAL and self.hits * 4 < self.lookups:
+        if self.lookups >= _TRIAL and self.hits * 4 < self.lookups:
             self.on = False
         return None
 
@@ -187,7 +188,7 @@ class _Alike:
             meta = mapping(src.obj.get("metadata"))
             kept = self.seen.setdefault(str(meta.get("namespace") or "default"), [])
             kept.insert(0, (meta, mapping(src.obj.get("spec")), pod))
-            del kept[self.KEPT :]
+            del kept[_KEPT:]
 
 
 #: What no document holds: a key `_same` finds in one mapping and not the other.
