@@ -144,7 +144,7 @@ class FastEngine:
         return self.profile.prefilter(pod, self.nodes)
 
     def best(self, pod: Pod, cls: NodeClass) -> Node | None:
-        memo_key = _memo_key(pod)
+        memo_key = pod.fit_key
         memo = self.memo.get(memo_key)
         if memo is not None and memo[0] == self.version and self.profile.semantics.placement == "binpack":
             node = self.nodes[memo[1]]
@@ -166,7 +166,7 @@ class FastEngine:
         return chosen
 
     def pending(self, pod: Pod, cls: NodeClass, cycle: Cycle | None = None) -> Pending:
-        memo_key = _memo_key(pod)
+        memo_key = pod.fit_key
         memo = self.pending_memo.get(memo_key) if cycle is None else None
         if memo is not None and memo[0] == self.version:
             reasons, by_node = memo[1].reasons, memo[1].by_node
@@ -203,7 +203,7 @@ class FastEngine:
         else:
             self.dirty.add(node.id)
             if best:
-                self.memo[_memo_key(pod)] = (self.version, node.id)
+                self.memo[pod.fit_key] = (self.version, node.id)
         return Assignment(
             pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in gpus), pod.core, tied
         )
@@ -238,7 +238,7 @@ class FastEngine:
         count = len(cls.static_by_node)
         count += sum(n for reason, n in pending.reasons if reason in _UNRESOLVABLE_REASONS)
         if self.profile.scheduler.fit_unresolvable_beyond_allocatable:
-            key = _memo_key(pod)
+            key = pod.fit_key
             memo = self.unresolvable_memo.get(key)
             if memo is None or memo[0] != self.version:
                 beyond = 0
@@ -300,11 +300,6 @@ class FastEngine:
 
 #: Filter reasons whose status is UnschedulableAndUnresolvable (one per node that gives them).
 _UNRESOLVABLE_REASONS = frozenset({interpodaffinity.AFFINITY_RULES, podtopologyspread.SPREAD_MISSING_LABEL})
-
-
-def _memo_key(pod: Pod) -> tuple[Any, ...]:
-    """What decides where a pod fits and why not, once its class is known: pods alike here share the answers."""
-    return (pod.static_signature, pod.shape, pod.host_ports)
 
 
 def place(

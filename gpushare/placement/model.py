@@ -356,6 +356,12 @@ class Pod:
         return (self.node_selector, self.affinity, self.tolerations, kind)
 
     @property
+    def fit_key(self) -> tuple[Any, ...]:
+        """What decides where a pod fits and why not (its class, its requests, its host ports): pods alike here
+        share the answers, and a node that refused one refuses the next while it only fills."""
+        return (self.static_signature, self.shape, self.host_ports)
+
+    @property
     def shape(self) -> tuple[Any, ...]:
         """What decides fit once a node is eligible."""
         return (

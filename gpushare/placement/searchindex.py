@@ -92,7 +92,7 @@ class Positions:
         self.free: Ints = np.zeros(n, np.int64)
         self.room: Ints = np.zeros(n, np.int64)
         #: `free` and `room` where the node is filed in a group, -1 elsewhere: what a search compares with a request
-        #: (one comparison instead of three, each over the fleet, for every pod)
+        #: (never negative: a negative one is read as 0, the pod invalid), one comparison instead of three
         self.member_free: Ints = np.full(n, -1, np.int64)
         self.member_room: Ints = np.full(n, -1, np.int64)
         self.code: Ints = np.full(n, -1, np.int64)
@@ -163,7 +163,7 @@ class Positions:
         """The positions a search from `start` filters: until `wanted` pass the framework's filters (member of the
         class, resources left, GPU memory at node level), the next one that passes ending it uncounted."""
         total = len(self.group)
-        feasible = np.flatnonzero(self.member_free >= max(r, 0))
+        feasible = np.flatnonzero(self.member_free >= r)
         everyone = len(feasible)
         if everyone <= wanted:  # every node filtered
             return Window(((0, total),), total, everyone, True)
@@ -178,7 +178,6 @@ class Positions:
         """The groups with a node in the window that takes a request of r (a member with that much room on one
         device), each with its answer as `Group.entry` gives it: (nodes, the best key, nodes of the best's local
         score). Sliced to the window: a search looks at a third of a large fleet or less."""
-        r = max(r, 0)
         parts = []
         for start, end in window.spans:
             taking = np.flatnonzero(self.member_room[start:end] >= r)
@@ -307,7 +306,7 @@ class SearchIndex:
         chosen, tied = self._node(positions.view.select(found, positions.spread))
         if not sampler.draws:
             return chosen, tied
-        passing = positions.member_room >= max(r, 0)
+        passing = positions.member_room >= r
         return chosen, max(tied, positions.drawn_from(r, passing, window.feasible, sampler.wanted))
 
     def _node(self, chosen: tuple[int, int]) -> tuple[Node, int]:

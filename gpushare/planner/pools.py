@@ -173,7 +173,7 @@ def _pack(fleet: Fleet, pools: list[Pool], pods: list[Pod]) -> dict[str, int]:
     closed: set[int] = set()  # their positions once closed
     resume: dict[tuple[Any, ...], int] = {}  # pods alike -> where the last of them found its node
     for pod in ordered:
-        alike = (pod.static_signature, pod.shape, pod.host_ports)
+        alike = pod.fit_key
         at = resume.get(alike, 0)
         while at < len(nodes) and (
             at in closed or nodes[at].room < pod.per_gpu or plugins.rejection(nodes[at], pod) is not None
