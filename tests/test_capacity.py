@@ -4,6 +4,7 @@ for both semantics; the command's table, JSON and refusals."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -388,3 +389,25 @@ def test_the_fewest_count_found_from_a_guess_is_one_whose_one_fewer_is_not_enoug
             assert replays == 2  # the guess and its one fewer
         elif guess is None:
             assert replays > 2
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_line_through_two_short_counts_stops_at_or_before_a_convex_answer(seed: int) -> None:
+    """GPU memory left pending falls ever more slowly as nodes are added: on any such curve the line through the
+    last two short counts points at or below the count where it reaches 0, so a top-up never overshoots (above the
+    answer, each probe would only say "enough"); and it says nothing where the memory left did not fall."""
+    from gpushare.planner.pools import _secant
+
+    rng = random.Random(seed)
+    answer = rng.randint(5, 1000)
+    steep = rng.uniform(0.5, 3)
+
+    def left(count: int) -> int:  # convex, falling, 0 from the answer on
+        return math.ceil(40 * (answer - count) ** (1 + steep / 3)) if count < answer else 0
+
+    a = rng.randint(0, answer - 2)
+    b = rng.randint(a + 1, answer - 1)
+    more = _secant([(a, left(a)), (b, left(b))])
+    assert more >= 0 and b + more <= answer
+    assert _secant([(b, left(b))]) == 0  # one point: no line
+    assert _secant([(a, 100), (b, 100)]) == 0 and _secant([(a, 100), (b, 0)]) == 0

@@ -197,6 +197,26 @@ def _estimate(fleet: Fleet, pool: Pool, pods: list[Pod]) -> int:
     return _pack(fleet, [pool], pods)[pool.name]
 
 
+def _asked(pods: list[Pod]) -> int:
+    """The GPU memory the pods ask, on all their GPUs."""
+    return sum(p.per_gpu * max(p.gpu_count, 1) for p in pods)
+
+
+def _secant(short: list[tuple[int, int]]) -> int:
+    """More nodes the last two short counts point to: the GPU memory left pending falls as nodes are added, ever
+    more slowly (the pods left are those kube-scheduler's spreading fits worst), so the line through the last two
+    counts reaches 0 at or before the count that suffices, never after it: from below, each probe is one replay
+    and tells how far is left, where a probe above the answer tells nothing but "enough". The packing estimate
+    alone falls short on a pool whose GPUs spreading leaves in pieces (the pods left pending ask the most of one
+    GPU, which pods spread over the added nodes take a share of first); 0 where the line says nothing."""
+    if len(short) < 2:
+        return 0
+    (a, left_a), (b, left_b) = short[-2:]
+    if left_b <= 0 or left_a <= left_b:
+        return 0
+    return left_b * (b - a) // (left_a - left_b)
+
+
 def _least(low: int, high: int, enough: Callable[[int], bool], guess: int | None = None) -> int:
     """The fewest in (low, high] that are enough, `high` being enough and `low` not: down in growing steps to a
     count that is not, then bisected; replays need not be monotone, so the count returned is one whose one fewer
@@ -258,6 +278,7 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
 
     low, high = 0, min(max(1, _estimate(fleet, pool, servable)), pool.max)  # `low` leaves pods pending
     guess = None
+    short = [(0, _asked(servable))]  # the counts found short, with the GPU memory they left pending
     while not enough(high):  # short of the estimate: add what the pods still pending need (at most `max`)
         if high == pool.max:  # what stays pending with `max` added is named, as the pool does not serve it
             refused |= {p.key for p in replay(high).pending}
@@ -274,8 +295,10 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
             # what `max` serves may need fewer: estimated again without the pods it does not serve
             guess = _estimate(fleet, pool, [p for p in servable if p.key not in refused])
             break
-        low, more = high, _estimate(fleet, pool, fleet.pending_models(replay(high)))
-        high = min(high + max(1, more), pool.max)
+        still = [p for p in fleet.pending_models(replay(high)) if p.key not in refused]
+        short.append((high, _asked(still)))
+        low, more = high, max(1, _estimate(fleet, pool, still), _secant(short))
+        high = min(high + more, pool.max)
     high = _least(low, high, enough, guess)  # generous: down to the fewest whose one fewer leaves a pod pending
     one_fewer = replay(high - 1) if high else None
     return Sizing(pool.name, high, high * pool.cost, replay(high), one_fewer, _unservable(replay(high), refused))
