@@ -7,24 +7,22 @@ the file (fork shares it), encodes each item it read, trimmed, with msgpack into
 (nothing is ever left behind), and exits; this process then decodes those at a few microseconds an item against
 tens for reading them. Items come out in file order either way, with the same lines and objects.
 
-The child never runs this process's cleanups or writes anything but its temporary file: it leaves by `os._exit`
-and dies of SIGINT or SIGTERM as a plain process does, while this process reports the interrupt. Should the
-child fail in any way, this process reads the second half itself; an item the fast decoders leave to the strict
+The child is a `gpushare.forks.Child`: it never runs this process's cleanups or writes anything but its temporary
+file, and dies of SIGINT or SIGTERM as a plain process does. Should the child fail in any way, this process reads
+the second half itself; an item the fast decoders leave to the strict
 reader goes to it here, in order, as when read on one core.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import struct
-import sys
-import tempfile
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import IO, Any, TypeVar
 
 import msgspec
 
+from gpushare import forks
 from gpushare.kube.listing import Buffer, Item, NotKubectl, give_back
 
 Unit = TypeVar("Unit")
@@ -36,17 +34,15 @@ ONE_CORE = "one-core"
 #: Items the child encodes at once (each batch is one msgpack array, preceded by its length).
 _BATCH = 4096
 _LENGTH = struct.Struct("<Q")
-#: The signals that end the child as they would a plain process.
-_ENDING = (signal.SIGINT, signal.SIGTERM)
 #: The child's exit codes: the List is not kubectl's after all (read the file the strict way).
 _NOT_KUBECTL = 3
 
 
 def worthwhile(size: int) -> bool:
     """Whether a List of `size` bytes is read on two cores: a large file, a second core, and fork (Linux)."""
-    if size < MIN_BYTES or sys.platform != "linux" or os.environ.get("GPUSHARE_READER") == ONE_CORE:
+    if size < MIN_BYTES or os.environ.get("GPUSHARE_READER") == ONE_CORE:
         return False
-    return len(os.sched_getaffinity(0)) >= 2
+    return forks.cores() >= 2
 
 
 def items(
@@ -94,65 +90,30 @@ def items(
 
 
 class _Child:
-    def __init__(self, pid: int, output: IO[bytes]) -> None:
-        self.pid = pid
-        self.output = output
-        self.status: int | None = None
+    def __init__(self, child: forks.Child) -> None:
+        self.child = child
+        self.pid = child.pid
 
     @classmethod
     def start(cls, data: Buffer, read: Callable[[], Iterator[Item]]) -> _Child | None:
-        try:
-            output = tempfile.TemporaryFile()  # noqa: SIM115 - the child writes it, close() closes it
-        except OSError:
-            return None
-        # An interrupt waits until each side is ready for it: one arriving while the child is still in Python's
-        # after-fork hooks would print their traceback there.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING)
-        try:
-            pid = os.fork()
-        except OSError:
-            pid = -1
-        if pid == 0:  # pragma: no cover - runs in the child, which reports by its exit code
-            code = 1
-            try:
-                code = _run(data, read, output, mask)
-            finally:  # whatever happens, the child never returns into this process's code
-                os._exit(code)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        if pid < 0:
-            output.close()
-            return None
-        return cls(pid, output)
+        child = forks.Child.start(lambda output: _run(data, read, output))
+        return None if child is None else cls(child)
 
     def received(self, data: Buffer, lines: int) -> Iterator[Item] | None:
         """The child's items (decoded from its file) moved down by `lines`, or None when it failed; NotKubectl when
         it found the List is not kubectl's."""
-        _, status = os.waitpid(self.pid, 0)
-        self.status = status
-        code = os.waitstatus_to_exitcode(status)
+        code = self.child.exit_code()
         if code == _NOT_KUBECTL:
             raise NotKubectl
         if code != 0:
             return None
-        return _decoded(self.output, data, lines)
+        return _decoded(self.child.output, data, lines)
 
     def close(self) -> None:
-        if self.status is None:  # ended early (an interrupt, an error): the child's work is not wanted
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-            self.status = -1
-        self.output.close()
+        self.child.close()
 
 
-def _run(
-    data: Buffer, read: Callable[[], Iterator[Item]], output: IO[bytes], mask: Iterable[int]
-) -> int:  # pragma: no cover - the child
-    for ending in _ENDING:
-        signal.signal(ending, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # an interrupt that came meanwhile ends it now, silently
+def _run(data: Buffer, read: Callable[[], Iterator[Item]], output: IO[bytes]) -> int:  # pragma: no cover - the child
     try:
         encoder = msgspec.msgpack.Encoder()
         batch: list[tuple[int, int, int, Any]] = []

@@ -17,21 +17,26 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
+from gpushare import forks
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
-from gpushare.placement.inputs import build, nodes_of
+from gpushare.placement.inputs import Inventory, build, nodes_of
 from gpushare.placement.model import Node, Pod, Semantics
 from gpushare.placement.profiles import profile
 from gpushare.placement.result import Pending, PlacementResult
-from gpushare.placement.run import run
+from gpushare.placement.run import charge_existing, run
 
 MAX_ANNOTATION = "gpushare.io/pool-max"
 COST_ANNOTATION = "gpushare.io/pool-cost"
 #: Nodes a pool adds at most when its manifest names no maximum: more than any answer a replay would confirm.
 DEFAULT_MAX = 1000
+#: Pods a replay places (running and pending) from which pools are sized on several cores: below it, a copy of the
+#: process costs more than the replays it would take over.
+AT_ONCE_FROM = 2_000
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,13 @@ class Fleet:
         """One empty node of the pool, modelled alone (its filters read only itself): a fresh one each call."""
         return nodes_of(copies(pool, 1), self._unhealthy, self.semantics, self.input_unit)[0]
 
+    def model_with(self, counts: Mix) -> Inventory:
+        """What a replay places: the pods' models with the nodes made afresh (all read again for DaemonSets)."""
+        if self.per_node:
+            docs = self.nodes + [doc for pool, count in counts for doc in copies(pool, count)]
+            return build(docs, self.existing, self.pending, self.semantics, self.input_unit)
+        return replace(self.models, nodes=self.nodes_with(counts))
+
     def with_pools(self, counts: Mix) -> PlacementResult:
         """The whole fleet placed again with `count` nodes of each `pool` added."""
         counts = [(pool, count) for pool, count in counts if count]
@@ -138,15 +150,40 @@ class Fleet:
         if self.said is not None:
             added = " + ".join(f"{count} of pool {pool.name}" for pool, count in counts) or "none"
             self.said(f"placing the fleet again with the pools' nodes added: {added}")
-        if self.per_node:
-            docs = self.nodes + [doc for pool, count in counts for doc in copies(pool, count)]
-            model = build(docs, self.existing, self.pending, self.semantics, self.input_unit)
-        else:
-            model = replace(self.models, nodes=self.nodes_with(counts))
-        result = run(model, self.semantics, draws=False)
+        result = run(self.model_with(counts), self.semantics, draws=False)
         if not counts:
             self._zero = result
         return result
+
+    def settle(self, counts: Mix, result: PlacementResult) -> PlacementResult:
+        """A replay made in another process, given its nodes' final state here from its answers: the nodes with the
+        pools' added, the running pods charged as `run` charges them, those it preempted taken off, and the pods it
+        placed bound, in its order, on the GPUs it gave them (a pod naming its node charged as `run` charges it).
+        The state `run` leaves, without placing anything again (the pods a node holds listed in another order
+        where preemption's search took pods off and put back those it spared)."""
+        counts = [(pool, count) for pool, count in counts if count]
+        if not counts and self._zero is not None:
+            return self._zero
+        model = self.model_with(counts)
+        charge_existing(model.nodes, model.existing, self.plugins)
+        by_name = {node.name: node for node in model.nodes}
+        for gone in result.preempted:  # a victim the run itself placed left its placements: not charged here
+            node = by_name[gone.node]
+            victim = next((p for p in node.bound if p.key == gone.key), None)
+            if victim is not None:
+                node.remove_pod(victim)
+        pods = {pod.key: pod for pod in model.new}
+        if len(pods) < len(model.new):  # pods sharing a name: the answers cannot tell which one went where
+            return self.with_pools(counts)
+        for placed in result.placements:
+            node, pod = by_name[placed.node], pods[placed.key]
+            if pod.node is not None:
+                charged, gpus, _ = self.plugins.bound_gpus(node, pod)
+                node.add_pod(charged, gpus)
+            else:
+                devices = {gpu.index: gpu for gpu in node.gpus}
+                node.add_pod(pod, [devices[index] for index, _ in placed.gpus])
+        return replace(result, nodes=model.nodes)
 
     def with_pool(self, pool: Pool, count: int) -> PlacementResult:
         return self.with_pools([(pool, count)])
@@ -304,13 +341,38 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
     return Sizing(pool.name, high, high * pool.cost, replay(high), one_fewer, _unservable(replay(high), refused))
 
 
+def _without_nodes(answer: Sizing) -> Sizing:
+    """What a copy sends of a pool's answer: its replays' answers, not their nodes (rebuilt here, `Fleet.settle`)."""
+    fewer = answer.one_fewer
+    return replace(
+        answer,
+        result=replace(answer.result, nodes=[]),
+        one_fewer=None if fewer is None else replace(fewer, nodes=[]),
+    )
+
+
 def _unservable(result: PlacementResult, refused: set[str]) -> tuple[Pending, ...]:
     return tuple(p for p in result.pending if p.key in refused)
 
 
-def size(fleet: Fleet, pools: list[Pool]) -> list[Sizing]:
-    """Each pool sized alone, cheapest first (a pool that leaves fewer pods unservable before a cheaper one)."""
-    answers = [size_pool(fleet, pool) for pool in pools]
+def size(fleet: Fleet, pools: list[Pool], cores: int | None = None) -> list[Sizing]:
+    """Each pool sized alone, cheapest first (a pool that leaves fewer pods unservable before a cheaper one).
+
+    The pools need nothing from each other: on several cores (all this process may use, or `cores`), forked copies
+    of this process size some of them while this one sizes the others (`forks.each`), once the fleet is large
+    enough that a replay costs more than a copy. A pool sized in a copy comes back as its answers, and its
+    replays' nodes are given their final state here (`Fleet.settle`): the same answers as on one core."""
+    zero = fleet.with_pools([])  # the fleet as it is, placed once: every copy starts from it
+    placed = len(fleet.models.new) + len(fleet.models.existing)
+    workers = (forks.cores() if cores is None else cores) if zero.pending and placed >= AT_ONCE_FROM else 1
+    answers = []
+    for answer, elsewhere in forks.each(pools, partial(size_pool, fleet), workers, _without_nodes):
+        if elsewhere:
+            pool = next(p for p in pools if p.name == answer.pool)
+            result = fleet.settle([(pool, answer.nodes)], answer.result)
+            fewer = None if answer.one_fewer is None else fleet.settle([(pool, answer.nodes - 1)], answer.one_fewer)
+            answer = replace(answer, result=result, one_fewer=fewer)
+        answers.append(answer)
     return sorted(answers, key=lambda s: (len(s.unservable), s.cost))
 
 

@@ -1,0 +1,185 @@
+"""Work handed to forked copies of this process, where a second core helps (Linux: fork shares everything read
+so far, nothing is sent over).
+
+A copy writes its answer to an unnamed temporary file (nothing is left behind) and exits by `os._exit`: it never
+returns into the caller's code, never runs this process's cleanups, and dies of SIGINT or SIGTERM as a plain process
+does while this process reports the interrupt. Whatever a copy fails to hand back, this process does itself, so a
+copy can only save time, never change an answer or an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import io
+import os
+import pickle
+import signal
+import struct
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+Item = TypeVar("Item")
+Answer = TypeVar("Answer")
+
+#: The signals that end a copy as they would a plain process.
+ENDING = (signal.SIGINT, signal.SIGTERM)
+_LENGTH = struct.Struct("<Q")
+_INDEX = struct.Struct("<I")
+#: Where cgroup v2 says how much CPU time this process's group may use: "<quota> <period>", or "max <period>".
+CPU_MAX = "/sys/fs/cgroup/cpu.max"
+#: Items `each` shares out at most: their numbers fill a pipe before any copy reads it (4 KiB, the least a pipe
+#: holds); more are worked here alone.
+MOST_ITEMS = 1024
+
+
+def cores() -> int:
+    """The cores this process may run on, and may use at once where its cgroup caps its CPU time (a container's
+    CPU limit: cgroup v2 `cpu.max`); 1 where copies are not made by fork (not Linux)."""
+    if sys.platform != "linux":
+        return 1
+    usable = len(os.sched_getaffinity(0))
+    try:
+        quota, period = Path(CPU_MAX).read_text().split()[:2]
+        if quota != "max":
+            usable = min(usable, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return usable
+
+
+class Child:
+    """One forked copy running `work(output)`, whose return is its exit code."""
+
+    def __init__(self, pid: int, output: IO[bytes]) -> None:
+        self.pid = pid
+        self.output = output
+        self.status: int | None = None
+
+    @classmethod
+    def start(cls, work: Callable[[IO[bytes]], int]) -> Child | None:
+        """The copy, or None where none could be made (no temporary file, no fork)."""
+        try:
+            output = tempfile.TemporaryFile()  # noqa: SIM115 - the child writes it, close() closes it
+        except OSError:
+            return None
+        # An interrupt waits until each side is ready for it: one arriving while the child is still in Python's
+        # after-fork hooks would print their traceback there.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING)
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:  # pragma: no cover - runs in the child, which reports by its exit code
+            code = 1
+            try:
+                for ending in ENDING:
+                    signal.signal(ending, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # an interrupt that came meanwhile ends it now
+                code = work(output)
+                output.flush()
+            finally:  # whatever happens, the child never returns into this process's code
+                os._exit(code)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if pid < 0:
+            output.close()
+            return None
+        return cls(pid, output)
+
+    def exit_code(self) -> int:
+        """Waits for the copy to end; its exit code (negative: the signal that ended it)."""
+        if self.status is None:
+            _, self.status = os.waitpid(self.pid, 0)
+        return os.waitstatus_to_exitcode(self.status)
+
+    def close(self) -> None:
+        """Ends the copy if it still runs (its work is not wanted: an interrupt, an error) and reaps it."""
+        if self.status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            self.status = -1
+        self.output.close()
+
+
+def each(
+    items: Sequence[Item],
+    work: Callable[[Item], Answer],
+    workers: int,
+    shipped: Callable[[Answer], Answer] = lambda answer: answer,
+) -> list[tuple[Answer, bool]]:
+    """`work` on every item, in the items' order, with `workers - 1` forked copies working alongside this process:
+    each, this one too, takes the next item no one has taken (the items' numbers are read from one pipe, so none is
+    taken twice) until none is left. Each answer says whether it came from a copy: `shipped` there (what is worth
+    sending), then crossed by pickle, so what it held of this process's objects are copies (compiled dataclasses
+    rebuilt by their constructors). An item a copy took and did not hand back (it failed, or raised) is worked
+    here: its error, if any, is raised here."""
+    copies = min(workers, len(items)) - 1
+    if copies < 1 or len(items) > MOST_ITEMS:
+        return [(work(item), False) for item in items]
+    taking, offering = os.pipe()
+    children: list[Child] = []
+    try:
+        with os.fdopen(offering, "wb") as offered:  # every number written before any copy exists, then EOF
+            offered.write(b"".join(_INDEX.pack(i) for i in range(len(items))))
+
+        def taken() -> Iterator[int]:
+            while len(record := os.read(taking, _INDEX.size)) == _INDEX.size:  # a pipe's small reads are atomic
+                yield _INDEX.unpack(record)[0]
+
+        def copy_works(output: IO[bytes]) -> int:  # pragma: no cover - runs in the copy
+            gc.disable()  # a collection would walk (and so copy) every object the copy shares with this process
+            for i in taken():
+                answer = _dumps((i, shipped(work(items[i]))))
+                output.write(_LENGTH.pack(len(answer)) + answer)
+                output.flush()
+            return 0
+
+        for _ in range(copies):
+            child = Child.start(copy_works)
+            if child is not None:
+                children.append(child)
+        answers: dict[int, tuple[Answer, bool]] = {i: (work(items[i]), False) for i in taken()}
+        for child in children:
+            child.exit_code()
+            answers.update((i, (answer, True)) for i, answer in _records(child.output))
+        return [answers[i] if i in answers else (work(item), False) for i, item in enumerate(items)]
+    finally:
+        os.close(taking)
+        for child in children:
+            child.close()
+
+
+class _Pickler(pickle.Pickler):
+    """Dataclasses by their constructors: a compiled class has no `__dict__` for pickle to fill, and a frozen one
+    refuses the attributes set one by one."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, type) or not dataclasses.is_dataclass(obj):
+            return NotImplemented
+        fields = dataclasses.fields(obj)
+        if not all(f.init for f in fields):
+            return NotImplemented
+        return type(obj), tuple(getattr(obj, f.name) for f in fields)
+
+
+def _dumps(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buffer.getvalue()
+
+
+def _records(output: IO[bytes]) -> Iterator[tuple[int, Any]]:
+    """The answers a copy wrote, whole ones only (a copy killed while writing leaves its last one short)."""
+    output.seek(0)
+    while len(head := output.read(_LENGTH.size)) == _LENGTH.size:
+        size = _LENGTH.unpack(head)[0]
+        record = output.read(size)
+        if len(record) < size:
+            return
+        yield pickle.loads(record)
