@@ -112,13 +112,15 @@ def each(
     work: Callable[[Item], Answer],
     workers: int,
     shipped: Callable[[Answer], Answer] = lambda answer: answer,
+    in_copy: Callable[[], None] = lambda: None,
 ) -> list[tuple[Answer, bool]]:
     """`work` on every item, in the items' order, with `workers - 1` forked copies working alongside this process:
     each, this one too, takes the next item no one has taken (the items' numbers are read from one pipe, so none is
     taken twice) until none is left. Each answer says whether it came from a copy: `shipped` there (what is worth
     sending), then crossed by pickle, so what it held of this process's objects are copies (compiled dataclasses
     rebuilt by their constructors). An item a copy took and did not hand back (it failed, or raised) is worked
-    here: its error, if any, is raised here."""
+    here: its error, if any, is raised here. `in_copy` runs first in each copy: what it must not do there (write
+    to the terminal, whose lock another thread of this process may have held when it forked)."""
     copies = min(workers, len(items)) - 1
     if copies < 1 or len(items) > MOST_ITEMS:
         return [(work(item), False) for item in items]
@@ -134,6 +136,7 @@ def each(
 
         def copy_works(output: IO[bytes]) -> int:  # pragma: no cover - runs in the copy
             gc.disable()  # a collection would walk (and so copy) every object the copy shares with this process
+            in_copy()
             for i in taken():
                 answer = _dumps((i, shipped(work(items[i]))))
                 output.write(_LENGTH.pack(len(answer)) + answer)

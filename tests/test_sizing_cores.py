@@ -332,3 +332,22 @@ def test_a_containers_cpu_limit_caps_the_cores(
     (tmp_path / "cpu.max").write_text(cpu_max + "\n")
     monkeypatch.setattr(forks, "CPU_MAX", str(tmp_path / "cpu.max"))
     assert forks.cores() == (most or len(os.sched_getaffinity(0)))
+
+
+def test_only_this_process_writes_the_status_line(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A copy sizes quietly: the terminal's status line is this process's (a copy writing to it could also wait
+    forever on a lock another thread held when the process forked)."""
+    monkeypatch.setattr(sizing, "AT_ONCE_FROM", 0)
+    lines: list[str] = []
+
+    def said(text: str) -> None:
+        lines.append(text)
+        print(text, file=sys.stderr, flush=True)
+
+    fleet, pools = _fleet(0, "ack")
+    fleet.said = said
+    capfd.readouterr()
+    size(fleet, pools, cores=3)
+    assert capfd.readouterr().err.splitlines() == lines

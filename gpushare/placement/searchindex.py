@@ -163,12 +163,12 @@ class Positions:
         """The positions a search from `start` filters: until `wanted` pass the framework's filters (member of the
         class, resources left, GPU memory at node level), the next one that passes ending it uncounted."""
         total = len(self.group)
-        feasible = np.flatnonzero(self.member_free >= r)
+        feasible = (self.member_free >= r).nonzero()[0]  # the array's own methods: numpy's functions wrap them
         everyone = len(feasible)
         if everyone <= wanted:  # every node filtered
             return Window(((0, total),), total, everyone, True)
         # the one too many: the (wanted + 1)-th feasible position from `start`, round the end if need be
-        first = int(np.searchsorted(feasible, start))
+        first = int(feasible.searchsorted(start))
         end = int(feasible[(first + wanted) % everyone])
         if end >= start:
             return Window(((start, end),), end - start, everyone, False)
@@ -180,7 +180,7 @@ class Positions:
         score). Sliced to the window: a search looks at a third of a large fleet or less."""
         parts = []
         for start, end in window.spans:
-            taking = np.flatnonzero(self.member_room[start:end] >= r)
+            taking = (self.member_room[start:end] >= r).nonzero()[0]
             parts.append(taking + start if start else taking)
         taking = parts[0] if len(parts) == 1 else np.concatenate(parts)
         if not len(taking):
@@ -188,7 +188,8 @@ class Positions:
         groups, keys, local = self.group.take(taking), self.key.take(taking), self.local.take(taking)
         size = len(self.keys)
         counts = np.bincount(groups, minlength=size)
-        best = np.full(size, _MOST, np.int64)
+        best = np.empty(size, np.int64)
+        best.fill(_MOST)
         np.minimum.at(best, groups, keys)
         # the best's local score, -(key // span), is shared by the nodes tied with it
         tops = -(best // self.index.ranking.span)

@@ -366,7 +366,11 @@ def size(fleet: Fleet, pools: list[Pool], cores: int | None = None) -> list[Sizi
     placed = len(fleet.models.new) + len(fleet.models.existing)
     workers = (forks.cores() if cores is None else cores) if zero.pending and placed >= AT_ONCE_FROM else 1
     answers = []
-    for answer, elsewhere in forks.each(pools, partial(size_pool, fleet), workers, _without_nodes):
+
+    def quiet() -> None:  # the terminal's status line is this process's
+        fleet.said = None
+
+    for answer, elsewhere in forks.each(pools, partial(size_pool, fleet), workers, _without_nodes, quiet):
         if elsewhere:
             pool = next(p for p in pools if p.name == answer.pool)
             result = fleet.settle([(pool, answer.nodes)], answer.result)
