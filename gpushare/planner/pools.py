@@ -165,6 +165,9 @@ class Fleet:
         if not counts and self._zero is not None:
             return self._zero
         model = self.model_with(counts)
+        pods = {pod.key: pod for pod in model.new}
+        if len(pods) < len(model.new):  # pods sharing a name: the answers cannot tell which one went where
+            return self.with_pools(counts)
         charge_existing(model.nodes, model.existing, self.plugins)
         by_name = {node.name: node for node in model.nodes}
         for gone in result.preempted:  # a victim the run itself placed left its placements: not charged here
@@ -172,9 +175,6 @@ class Fleet:
             victim = next((p for p in node.bound if p.key == gone.key), None)
             if victim is not None:
                 node.remove_pod(victim)
-        pods = {pod.key: pod for pod in model.new}
-        if len(pods) < len(model.new):  # pods sharing a name: the answers cannot tell which one went where
-            return self.with_pools(counts)
         for placed in result.placements:
             node, pod = by_name[placed.node], pods[placed.key]
             if pod.node is not None:
@@ -370,9 +370,9 @@ def size(fleet: Fleet, pools: list[Pool], cores: int | None = None) -> list[Sizi
     def quiet() -> None:  # the terminal's status line is this process's
         fleet.said = None
 
-    for answer, elsewhere in forks.each(pools, partial(size_pool, fleet), workers, _without_nodes, quiet):
+    sized = forks.each(pools, partial(size_pool, fleet), workers, _without_nodes, quiet)
+    for pool, (answer, elsewhere) in zip(pools, sized, strict=True):
         if elsewhere:
-            pool = next(p for p in pools if p.name == answer.pool)
             result = fleet.settle([(pool, answer.nodes)], answer.result)
             fewer = None if answer.one_fewer is None else fleet.settle([(pool, answer.nodes - 1)], answer.one_fewer)
             answer = replace(answer, result=result, one_fewer=fewer)
