@@ -14,10 +14,11 @@ plan for them all, and its replay from the inputs). Prints the seconds after rea
 moves and the plan's length. Target (#35): <= 10 s at 2k nodes, 500 pending.
 
 Then node-pool sizing: the full fleet, 10,000 more pods pending (the Deployments' mix of sizes, a new seed) and three
-pools (8 x 80 GiB at cost 8, 4 x 24 GiB at cost 3, 1 x 24 GiB at cost 1; `gpushare.planner.size`: each pool's
-fewest nodes by bisection over replays, the minimality replay). Prints each pool's answer and the seconds after
-reading, as `size` runs by default (the pools shared out over this machine's cores) and on one core. Target (#35):
-<= 5 s for 10k pending over 3 pools.
+pools (8 x 80 GiB at cost 8, 4 x 24 GiB at cost 3, 1 x 24 GiB at cost 1), answered as `gpushare capacity` answers
+(`gpushare.planner.size_all`: each pool's fewest nodes, searched over replays and shown minimal, then the cheapest
+mix). Prints each pool's answer, the mix, and the seconds after reading, as the command runs (the pools and the
+mix's search shared out over this machine's cores) and on one core. Target (#35): <= 5 s for 10k pending over 3
+pools.
 Usage: python benchmarks/capacity.py [--quick]
 """
 
@@ -40,7 +41,7 @@ from gpushare.placement.inputs import build
 from gpushare.placement.run import run
 from gpushare.planner.defrag import defragment
 from gpushare.planner.headroom import headroom_of
-from gpushare.planner.pools import Fleet, read_pool, size
+from gpushare.planner.pools import Fleet, read_pool, size_all
 
 
 def running(nodes: list[Source], pods: int) -> list[Source]:
@@ -170,19 +171,21 @@ def main() -> int:
         print(f"{nodes:>6} {len(bound):>8} {len(found.pending):>8} {fit:>16} {moved:>11} {took:>6} {elapsed:>8.2f}")
     print()
     answer_head = "answer (pool: nodes, unservable)"
-    print(f"{'nodes':>6} {'running':>8} {'pending':>8}  {answer_head:<48} {'seconds':>8} {'one core':>8}")
+    head = f"{'nodes':>6} {'running':>8} {'pending':>8}  {answer_head:<48} {'mix':<12}"
+    print(f"{head} {'seconds':>8} {'one core':>8}")
     pools = [read_pool(pool("a100", 8, 80, 8)), read_pool(pool("l4x4", 4, 24, 3)), read_pool(pool("a10", 1, 24, 1))]
     for nodes in (128, 512) if args.quick else (128, 512, 2048):
         node_docs = fleet(nodes, ack=False)
         bound = running(node_docs, nodes * 8 * 6)
         wanted = deployments(10_000, ack=False, seed=23)
         timed = []
-        for cores in (None, 1):  # as `size` runs by default (every core), then on one core
+        for cores in (None, 1):  # as the command runs it (every core), then on one core
             started = time.perf_counter()
-            answers = size(Fleet(node_docs, bound, wanted, SEARCHED), pools, cores)
+            answers, mix = size_all(Fleet(node_docs, bound, wanted, SEARCHED), pools, cores)
             timed.append(time.perf_counter() - started)
             said = ", ".join(f"{a.pool}: {a.nodes}, {len(a.unservable)}" for a in answers)
-        print(f"{nodes:>6} {len(bound):>8} {10_000:>8}  {said:<48} {timed[0]:>8.2f} {timed[1]:>8.2f}")
+            mixed = " + ".join(f"{count} {name}" for name, count in mix.counts) if mix is not None else ""
+        print(f"{nodes:>6} {len(bound):>8} {10_000:>8}  {said:<48} {mixed:<12} {timed[0]:>8.2f} {timed[1]:>8.2f}")
     return 0
 
 

@@ -27,7 +27,7 @@ from gpushare.placement import Semantics
 from gpushare.placement.model import Node
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 from gpushare.planner import pools as sizing
-from gpushare.planner.pools import Fleet, Pool, Sizing, read_pool, size
+from gpushare.planner.pools import Blend, Fleet, Pool, Sizing, read_pool, size, size_all, size_mix
 
 POOLS = ["--pool", "one.yaml", "--pool", "two.yaml"]
 SEMANTICS = {
@@ -351,3 +351,43 @@ def test_only_this_process_writes_the_status_line(
     capfd.readouterr()
     size(fleet, pools, cores=3)
     assert capfd.readouterr().err.splitlines() == lines
+
+
+def _same_mix(one: Blend | None, many: Blend | None) -> None:
+    assert (one is None) == (many is None)
+    if one is None or many is None:
+        return
+    assert (many.counts, many.cost, many.unservable, many.searched) == (
+        one.counts,
+        one.cost,
+        one.unservable,
+        one.searched,
+    )
+    assert many.result.placements == one.result.placements and state(many.result.nodes) == state(one.result.nodes)
+    assert [(pool, r.pending) for pool, r in many.one_fewer] == [(pool, r.pending) for pool, r in one.one_fewer]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_mix_searched_in_a_copy_is_the_mix_searched_here(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`size_all`, as the command runs it: the pools alone and the mix's search shared out over copies, the same
+    answers as `size` then `size_mix` on one core."""
+    monkeypatch.setattr(sizing, "AT_ONCE_FROM", 0)
+    fleet, pools = _fleet(seed, "upstream")
+    alone = size(fleet, pools, cores=1)
+    mix = size_mix(fleet, pools, alone)
+    fleet, pools = _fleet(seed, "upstream")
+    alone_many, mix_many = size_all(fleet, pools, cores=4)
+    for a, b in zip(alone, alone_many, strict=True):
+        _same(a, b)
+    _same_mix(mix, mix_many)
+    assert mix is not None and mix.replays >= 0
+
+
+def test_a_random_fleet_mixes_pools() -> None:
+    """The test above weighs a real mix (two pools at once), not only a pool alone that costs no more."""
+    mixes = []
+    for seed in range(6):
+        fleet, pools = _fleet(seed, "upstream")
+        mix = size_mix(fleet, pools, size(fleet, pools, cores=1))
+        mixes.append(mix is not None and len(mix.counts) > 1)
+    assert any(mixes)

@@ -10,9 +10,10 @@ labels does to the rendered stack, to the rules and to the fleet.
 from gpushare.planner.change import Difference, Side, diff
 from gpushare.planner.defrag import Defrag, Fragmentation, Move, Plan, Step, make_room
 from gpushare.planner.headroom import Headroom, Landing, headroom
-from gpushare.planner.pools import Fleet, Pool, Sizing, read_pool, size
+from gpushare.planner.pools import Blend, Fleet, Pool, Sizing, read_pool, size, size_all, size_mix
 
 __all__ = [
+    "Blend",
     "Defrag",
     "Difference",
     "Fleet",
@@ -30,4 +31,6 @@ __all__ = [
     "make_room",
     "read_pool",
     "size",
+    "size_all",
+    "size_mix",
 ]

@@ -17,7 +17,7 @@ from gpushare.planner import report
 from gpushare.planner.defrag import MAX_MOVES, defragment
 from gpushare.planner.headroom import headroom_of
 from gpushare.planner.plot import write_capacity_plot
-from gpushare.planner.pools import Fleet, read_pool, size, size_mix
+from gpushare.planner.pools import Fleet, read_pool, size_all
 from gpushare.progress import wanted
 
 
@@ -99,8 +99,7 @@ def main(args: argparse.Namespace) -> int:
         Fleet(inputs.nodes, inputs.existing, pending + templates, semantics, req.input_unit, said) if pools else None
     )
     try:
-        sizings = size(fleet, pools) if fleet is not None else []
-        mix = size_mix(fleet, pools, sizings) if fleet is not None else None
+        sizings, mix = size_all(fleet, pools) if fleet is not None else ([], None)
     finally:  # the status line cleared before the answer, or before Ctrl-C's line
         if said is not None and fleet is not None:
             print("\r\x1b[K", end="", file=sys.stderr)

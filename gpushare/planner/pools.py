@@ -17,7 +17,6 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from gpushare import forks
@@ -341,8 +340,11 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
     return Sizing(pool.name, high, high * pool.cost, replay(high), one_fewer, _unservable(replay(high), refused))
 
 
-def _without_nodes(answer: Sizing) -> Sizing:
-    """What a copy sends of a pool's answer: its replays' answers, not their nodes (rebuilt here, `Fleet.settle`)."""
+def _shipped(answer: Sizing | _Mixed) -> Sizing | _Mixed:
+    """What a copy sends: of a pool's answer, its replays' answers, not their nodes (rebuilt here, `Fleet.settle`);
+    of the mix's search, what it found, not its replays."""
+    if isinstance(answer, _Mixed):
+        return replace(answer, probes=None)
     fewer = answer.one_fewer
     return replace(
         answer,
@@ -351,7 +353,7 @@ def _without_nodes(answer: Sizing) -> Sizing:
     )
 
 
-def _unservable(result: PlacementResult, refused: set[str]) -> tuple[Pending, ...]:
+def _unservable(result: PlacementResult, refused: set[str] | frozenset[str]) -> tuple[Pending, ...]:
     return tuple(p for p in result.pending if p.key in refused)
 
 
@@ -362,22 +364,39 @@ def size(fleet: Fleet, pools: list[Pool], cores: int | None = None) -> list[Sizi
     of this process size some of them while this one sizes the others (`forks.each`), once the fleet is large
     enough that a replay costs more than a copy. A pool sized in a copy comes back as its answers, and its
     replays' nodes are given their final state here (`Fleet.settle`): the same answers as on one core."""
+    return _sized(fleet, pools, cores, mixed=False)[0]
+
+
+def size_all(fleet: Fleet, pools: list[Pool], cores: int | None = None) -> tuple[list[Sizing], Blend | None]:
+    """`size`, then `size_mix`, as `gpushare capacity` answers: the mix's search needs nothing from the pools sized
+    alone, so it is shared out over the cores with them; only weighing it against them waits for both."""
+    alone, found = _sized(fleet, pools, cores, mixed=len(pools) >= 2)
+    return alone, size_mix(fleet, pools, alone, found)
+
+
+def _sized(fleet: Fleet, pools: list[Pool], cores: int | None, mixed: bool) -> tuple[list[Sizing], _Mixed | None]:
     zero = fleet.with_pools([])  # the fleet as it is, placed once: every copy starts from it
     placed = len(fleet.models.new) + len(fleet.models.existing)
     workers = (forks.cores() if cores is None else cores) if zero.pending and placed >= AT_ONCE_FROM else 1
-    answers = []
+    items: list[Pool | None] = [*pools, None] if mixed else list(pools)  # None: the mix's search
+
+    def work(item: Pool | None) -> Sizing | _Mixed:
+        return _search_mix(fleet, pools) if item is None else size_pool(fleet, item)
 
     def quiet() -> None:  # the terminal's status line is this process's
         fleet.said = None
 
-    sized = forks.each(pools, partial(size_pool, fleet), workers, _without_nodes, quiet)
-    for pool, (answer, elsewhere) in zip(pools, sized, strict=True):
-        if elsewhere:
-            result = fleet.settle([(pool, answer.nodes)], answer.result)
-            fewer = None if answer.one_fewer is None else fleet.settle([(pool, answer.nodes - 1)], answer.one_fewer)
+    alone, found = [], None
+    for item, (answer, elsewhere) in zip(items, forks.each(items, work, workers, _shipped, quiet), strict=True):
+        if isinstance(answer, _Mixed):
+            found = answer
+            continue
+        if elsewhere and item is not None:
+            result = fleet.settle([(item, answer.nodes)], answer.result)
+            fewer = None if answer.one_fewer is None else fleet.settle([(item, answer.nodes - 1)], answer.one_fewer)
             answer = replace(answer, result=result, one_fewer=fewer)
-        answers.append(answer)
-    return sorted(answers, key=lambda s: (len(s.unservable), s.cost))
+        alone.append(answer)
+    return sorted(alone, key=lambda s: (len(s.unservable), s.cost)), found
 
 
 @dataclass(frozen=True)
@@ -399,43 +418,58 @@ def _with(counts: tuple[int, ...], i: int, n: int) -> tuple[int, ...]:
     return (*counts[:i], n, *counts[i + 1 :])
 
 
-def size_mix(fleet: Fleet, pools: list[Pool], alone: list[Sizing]) -> Blend | None:
-    """The cheapest mix of pools found after which every pending pod some pool serves schedules (None with fewer
-    than two pools). Searched so: a first-fit packing over all pools (a pod no open node takes opens a node of the
-    cheapest pool accepting it), topped up while pods stay pending; then each pool's nodes, the dearest pool first,
-    taken off while every servable pod still schedules (down in growing steps, then bisected), passes repeated until
-    none goes; the mix is then weighed against each pool sized alone, and the cheaper kept."""
-    if len(pools) < 2:
-        return None
+class _Probes:
+    """The mix's replays by counts: the last three kept whole, what each left pending kept, and how many were made."""
+
+    def __init__(self, fleet: Fleet, pools: list[Pool], made: int = 0) -> None:
+        self.fleet, self.pools, self.made = fleet, pools, made
+        self.seen: dict[tuple[int, ...], PlacementResult] = {}
+        self.left: dict[tuple[int, ...], set[str]] = {}
+
+    def replay(self, counts: tuple[int, ...]) -> PlacementResult:
+        if counts not in self.seen:
+            self.made += 1
+            self.seen[counts] = self.fleet.with_pools(list(zip(self.pools, counts, strict=True)))
+            if len(self.seen) > 3:
+                self.seen.pop(next(iter(self.seen)))
+        return self.seen[counts]
+
+    def enough(self, counts: tuple[int, ...], refused: set[str] | frozenset[str]) -> bool:
+        if counts not in self.left:
+            self.left[counts] = {p.key for p in self.replay(counts).pending}
+        return self.left[counts] <= refused
+
+
+@dataclass(frozen=True)
+class _Mixed:
+    """What the mix's search found: the nodes of each pool, the pods no pool serves, and the replays (None once
+    sent from a copy: only their count crosses)."""
+
+    counts: tuple[int, ...]
+    refused: frozenset[str]
+    made: int
+    probes: _Probes | None
+
+
+def _search_mix(fleet: Fleet, pools: list[Pool]) -> _Mixed:
+    """`size_mix`'s search, up to the mix it finds (before weighing it against each pool alone)."""
     zero = fleet.with_pools([])
     waiting = fleet.pending_models(zero)
     refused = set.intersection(*(_never(fleet, pool, waiting) for pool in pools))  # no pool's empty node takes them
-    replays = 0
-    seen: dict[tuple[int, ...], PlacementResult] = {}
-
-    def replay(counts: tuple[int, ...]) -> PlacementResult:
-        nonlocal replays
-        if counts not in seen:
-            replays += 1
-            seen[counts] = fleet.with_pools(list(zip(pools, counts, strict=True)))
-            if len(seen) > 3:
-                seen.pop(next(iter(seen)))
-        return seen[counts]
-
-    left: dict[tuple[int, ...], set[str]] = {}
-
-    def enough(counts: tuple[int, ...]) -> bool:
-        if counts not in left:
-            left[counts] = {p.key for p in replay(counts).pending}
-        return left[counts] <= refused
-
-    packed = _pack(fleet, pools, [p for p in waiting if p.key not in refused])
+    probes = _Probes(fleet, pools)
+    servable = [p for p in waiting if p.key not in refused]
+    packed = _pack(fleet, pools, servable)
     counts = tuple(min(packed[p.name], p.max) for p in pools)
-    while not enough(counts):  # short: pack what stays pending again, each pool at most its max
-        more = _pack(fleet, pools, fleet.pending_models(replay(counts)))
-        topped = tuple(min(c + more[p.name], p.max) for p, c in zip(pools, counts, strict=True))
+    short = [(0, _asked(servable))]  # nodes added in all, and the GPU memory left pending
+    while not probes.enough(counts, refused):  # short: pack what stays pending again, each pool at most its max
+        still = [p for p in fleet.pending_models(probes.replay(counts)) if p.key not in refused]
+        short.append((sum(counts), _asked(still)))
+        more = _pack(fleet, pools, still)
+        # the packing spread over the pools as it packed, as far as the line through the last two counts goes
+        scale = max(1.0, _secant(short) / max(1, sum(more.values())))
+        topped = tuple(min(c + math.floor(more[p.name] * scale), p.max) for p, c in zip(pools, counts, strict=True))
         if topped == counts:  # every pool at its max, or none takes what is left: the rest is unservable
-            refused |= left[counts]
+            refused |= probes.left[counts]
             break
         counts = topped
     dearest = sorted(range(len(pools)), key=lambda i: -pools[i].cost)
@@ -446,11 +480,26 @@ def size_mix(fleet: Fleet, pools: list[Pool], alone: list[Sizing]) -> Blend | No
             base = counts
 
             def enough_at(n: int, base: tuple[int, ...] = base, i: int = i) -> bool:
-                return n >= 0 and enough(_with(base, i, n))
+                return n >= 0 and probes.enough(_with(base, i, n), refused)
 
             fewest = _least(-1, counts[i], enough_at)
             if fewest < counts[i]:
                 counts, changed = _with(counts, i, fewest), True
+    return _Mixed(counts, frozenset(refused), probes.made, probes)
+
+
+def size_mix(fleet: Fleet, pools: list[Pool], alone: list[Sizing], found: _Mixed | None = None) -> Blend | None:
+    """The cheapest mix of pools found after which every pending pod some pool serves schedules (None with fewer
+    than two pools). Searched so: a first-fit packing over all pools (a pod no open node takes opens a node of the
+    cheapest pool accepting it), topped up while pods stay pending; then each pool's nodes, the dearest pool first,
+    taken off while every servable pod still schedules (down in growing steps, then bisected), passes repeated until
+    none goes; the mix is then weighed against each pool sized alone, and the cheaper kept (its replays are the
+    pool's own). `found`: the search made already (`size_all`, in a copy)."""
+    if len(pools) < 2:
+        return None
+    found = found or _search_mix(fleet, pools)
+    counts, refused = found.counts, found.refused
+    probes = found.probes or _Probes(fleet, pools, found.made)
     cost = sum(p.cost * c for p, c in zip(pools, counts, strict=True))
     how = (
         "packed first-fit over all pools (cheapest pool first for a pod no open node takes), then each pool's "
@@ -458,13 +507,19 @@ def size_mix(fleet: Fleet, pools: list[Pool], alone: list[Sizing]) -> Blend | No
     )
     best = next((s for s in sorted(alone, key=lambda s: s.cost) if {p.key for p in s.unservable} <= refused), None)
     if best is not None and best.cost <= cost:
-        pool = next(p for p in pools if p.name == best.pool)
-        counts = tuple(best.nodes if p is pool else 0 for p in pools)
+        kept = next(i for i, p in enumerate(pools) if p.name == best.pool)
+        counts = tuple(best.nodes if i == kept else 0 for i in range(len(pools)))
         cost = best.cost
         how += f"; pool {best.pool} alone costs no more and is kept"
-    result = replay(counts)
+        # its replays are the pool's own answer's: the same nodes added
+        probes.seen[counts] = best.result
+        if best.one_fewer is not None:
+            probes.seen[_with(counts, kept, best.nodes - 1)] = best.one_fewer
+    result = probes.replay(counts)
     fewer = tuple(
-        (p.name, replay(_with(counts, i, c - 1))) for i, (p, c) in enumerate(zip(pools, counts, strict=True)) if c
+        (p.name, probes.replay(_with(counts, i, c - 1)))
+        for i, (p, c) in enumerate(zip(pools, counts, strict=True))
+        if c
     )
     used = tuple((p.name, c) for p, c in zip(pools, counts, strict=True) if c)
-    return Blend(used, cost, result, fewer, _unservable(result, refused), how, replays)
+    return Blend(used, cost, result, fewer, _unservable(result, refused), how, probes.made)
