@@ -18,6 +18,7 @@ import signal
 import struct
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -34,6 +35,8 @@ CPU_MAX = "/sys/fs/cgroup/cpu.max"
 #: Items `each` shares out at most: their numbers fill a pipe before any copy reads it (4 KiB, the least a pipe
 #: holds); more are worked here alone.
 MOST_ITEMS = 1024
+#: Seconds between looks at the copies' answers while this process waits for them.
+_POLL = 0.005
 
 
 def cores() -> int:
@@ -95,6 +98,14 @@ class Child:
             _, self.status = os.waitpid(self.pid, 0)
         return os.waitstatus_to_exitcode(self.status)
 
+    def ended(self) -> bool:
+        """Whether the copy has ended (reaped if so), without waiting."""
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+        return self.status is not None
+
     def close(self) -> None:
         """Ends the copy if it still runs (its work is not wanted: an interrupt, an error) and reaps it."""
         if self.status is None:
@@ -113,19 +124,21 @@ def each(
     workers: int,
     shipped: Callable[[Answer], Answer] = lambda answer: answer,
     in_copy: Callable[[], None] = lambda: None,
+    arrived: Callable[[Item, Answer], Answer] = lambda item, answer: answer,
 ) -> list[tuple[Answer, bool]]:
     """`work` on every item, in the items' order, with `workers - 1` forked copies working alongside this process:
     each, this one too, takes the next item no one has taken (the items' numbers are read from one pipe, so none is
     taken twice) until none is left. Each answer says whether it came from a copy: `shipped` there (what is worth
     sending), then crossed by pickle, so what it held of this process's objects are copies (compiled dataclasses
-    rebuilt by their constructors). An item a copy took and did not hand back (it failed, or raised) is worked
-    here: its error, if any, is raised here. `in_copy` runs first in each copy: what it must not do there (write
-    to the terminal, whose lock another thread of this process may have held when it forked)."""
+    rebuilt by their constructors), and `arrived` here (what the copy did not send, made again), as soon as this
+    process is between items or waiting. An item a copy took and did not hand back (it failed, or raised) is
+    worked here: its error, if any, is raised here. `in_copy` runs first in each copy: what it must not do there
+    (write to the terminal, whose lock another thread of this process may have held when it forked)."""
     copies = min(workers, len(items)) - 1
     if copies < 1 or len(items) > MOST_ITEMS:
         return [(work(item), False) for item in items]
     taking, offering = os.pipe()
-    children: list[Child] = []
+    inboxes: list[_Inbox] = []
     try:
         with os.fdopen(offering, "wb") as offered:  # every number written before any copy exists, then EOF
             offered.write(b"".join(_INDEX.pack(i) for i in range(len(items))))
@@ -146,16 +159,46 @@ def each(
         for _ in range(copies):
             child = Child.start(copy_works)
             if child is not None:
-                children.append(child)
-        answers: dict[int, tuple[Answer, bool]] = {i: (work(items[i]), False) for i in taken()}
-        for child in children:
-            child.exit_code()
-            answers.update((i, (answer, True)) for i, answer in _records(child.output))
+                inboxes.append(_Inbox(child))
+        answers: dict[int, tuple[Answer, bool]] = {}
+
+        def collect() -> None:
+            for inbox in inboxes:
+                for i, answer in inbox.ready():
+                    answers[i] = (arrived(items[i], answer), True)
+
+        for i in taken():
+            answers[i] = (work(items[i]), False)
+            collect()
+        for inbox in inboxes:
+            while not inbox.child.ended():
+                collect()
+                time.sleep(_POLL)
+        collect()
         return [answers[i] if i in answers else (work(item), False) for i, item in enumerate(items)]
     finally:
         os.close(taking)
-        for child in children:
-            child.close()
+        for inbox in inboxes:
+            inbox.child.close()
+
+
+class _Inbox:
+    """A copy's answers as it writes them: whole records only, read where they stand in its file (`os.pread`: the
+    file's offset is the copy's, which it writes at)."""
+
+    def __init__(self, child: Child) -> None:
+        self.child = child
+        self.at = 0
+
+    def ready(self) -> Iterator[tuple[int, Any]]:
+        fd = self.child.output.fileno()
+        while len(head := os.pread(fd, _LENGTH.size, self.at)) == _LENGTH.size:
+            size = _LENGTH.unpack(head)[0]
+            record = os.pread(fd, size, self.at + _LENGTH.size)
+            if len(record) < size:  # still being written, or cut short by the copy's end
+                return
+            self.at += _LENGTH.size + size
+            yield pickle.loads(record)
 
 
 class _Pickler(pickle.Pickler):
@@ -175,14 +218,3 @@ def _dumps(obj: Any) -> bytes:
     buffer = io.BytesIO()
     _Pickler(buffer, pickle.HIGHEST_PROTOCOL).dump(obj)
     return buffer.getvalue()
-
-
-def _records(output: IO[bytes]) -> Iterator[tuple[int, Any]]:
-    """The answers a copy wrote, whole ones only (a copy killed while writing leaves its last one short)."""
-    output.seek(0)
-    while len(head := output.read(_LENGTH.size)) == _LENGTH.size:
-        size = _LENGTH.unpack(head)[0]
-        record = output.read(size)
-        if len(record) < size:
-            return
-        yield pickle.loads(record)

@@ -378,7 +378,8 @@ def _sized(fleet: Fleet, pools: list[Pool], cores: int | None, mixed: bool) -> t
     zero = fleet.with_pools([])  # the fleet as it is, placed once: every copy starts from it
     placed = len(fleet.models.new) + len(fleet.models.existing)
     workers = (forks.cores() if cores is None else cores) if zero.pending and placed >= AT_ONCE_FROM else 1
-    items: list[Pool | None] = [*pools, None] if mixed else list(pools)  # None: the mix's search
+    # None: the mix's search, first (the longest, as a rule: each copy then takes a pool as it is free)
+    items: list[Pool | None] = [None, *pools] if mixed else list(pools)
 
     def work(item: Pool | None) -> Sizing | _Mixed:
         return _search_mix(fleet, pools) if item is None else size_pool(fleet, item)
@@ -386,16 +387,19 @@ def _sized(fleet: Fleet, pools: list[Pool], cores: int | None, mixed: bool) -> t
     def quiet() -> None:  # the terminal's status line is this process's
         fleet.said = None
 
+    def arrived(item: Pool | None, answer: Sizing | _Mixed) -> Sizing | _Mixed:  # from a copy: its nodes here
+        if item is None or not isinstance(answer, Sizing):
+            return answer
+        result = fleet.settle([(item, answer.nodes)], answer.result)
+        fewer = None if answer.one_fewer is None else fleet.settle([(item, answer.nodes - 1)], answer.one_fewer)
+        return replace(answer, result=result, one_fewer=fewer)
+
     alone, found = [], None
-    for item, (answer, elsewhere) in zip(items, forks.each(items, work, workers, _shipped, quiet), strict=True):
+    for answer, _ in forks.each(items, work, workers, _shipped, quiet, arrived):
         if isinstance(answer, _Mixed):
             found = answer
-            continue
-        if elsewhere and item is not None:
-            result = fleet.settle([(item, answer.nodes)], answer.result)
-            fewer = None if answer.one_fewer is None else fleet.settle([(item, answer.nodes - 1)], answer.one_fewer)
-            answer = replace(answer, result=result, one_fewer=fewer)
-        alone.append(answer)
+        else:
+            alone.append(answer)
     return sorted(alone, key=lambda s: (len(s.unservable), s.cost)), found
 
 
