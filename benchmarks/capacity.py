@@ -19,12 +19,13 @@ pools (8 x 80 GiB at cost 8, 4 x 24 GiB at cost 3, 1 x 24 GiB at cost 1), answer
 mix). Prints each pool's answer, the mix, and the seconds after reading, as the command runs (the pools and the
 mix's search shared out over this machine's cores) and on one core. Target (#35): <= 5 s for 10k pending over 3
 pools.
-Usage: python benchmarks/capacity.py [--quick]
+Usage: python benchmarks/capacity.py [--quick] [--only headroom|defrag|sizing]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 from collections.abc import Iterator
@@ -134,58 +135,88 @@ def _timed(module: Any, name: str, spent: list[float]) -> Iterator[None]:
         setattr(module, name, original)
 
 
+def _headroom_row(nodes: int) -> str:
+    node_docs = fleet(nodes, ack=False)
+    bound = running(node_docs, nodes * 8 * 6)
+    spent = [0.0]
+    with _timed(sys.modules[headroom_of.__module__], "build", spent):  # the model's build, timed inside
+        started = time.perf_counter()
+        answer = headroom_of(node_docs, bound, [], template(), SEARCHED)
+        elapsed = time.perf_counter() - started
+    model = spent[0]
+    return (
+        f"{nodes * 8:>7} {nodes:>6} {len(bound):>8} {answer.more:>7} {elapsed:>8.2f} {model:>6.2f} "
+        f"{elapsed - model:>8.2f}"
+    )
+
+
+def _defrag_row(nodes: int) -> str:
+    node_docs = fleet(nodes, ack=False)
+    full = running(node_docs, nodes * 8 * 6)
+    bound = [pod for i, pod in enumerate(full) if i % 3 or units(pod) == GIB_PER_GPU]  # a third deleted
+    fits = len(run(build(node_docs, bound, pending(nodes * 8, 48), SEARCHED), SEARCHED).placements)
+    wanted = pending(500 + fits, 48)  # those that fit, and 500 more left pending
+    started = time.perf_counter()
+    found = defragment(node_docs, bound, wanted, SEARCHED)
+    elapsed = time.perf_counter() - started
+    fit = sum(f.moves is not None for f in found.pending)
+    moved = len(found.plan.steps)
+    took = len(found.pending) - len(found.plan.still_pending)
+    return f"{nodes:>6} {len(bound):>8} {len(found.pending):>8} {fit:>16} {moved:>11} {took:>6} {elapsed:>8.2f}"
+
+
+def _sizing_row(nodes: int) -> str:
+    node_docs = fleet(nodes, ack=False)
+    bound = running(node_docs, nodes * 8 * 6)
+    wanted = deployments(10_000, ack=False, seed=23)
+    pools = [read_pool(pool("a100", 8, 80, 8)), read_pool(pool("l4x4", 4, 24, 3)), read_pool(pool("a10", 1, 24, 1))]
+    timed = []
+    for cores in (None, 1):  # as the command runs it (every core), then on one core
+        gc.collect()  # what the last answer left is gone, as in a process of its own
+        started = time.perf_counter()
+        answers, mix = size_all(Fleet(node_docs, bound, wanted, SEARCHED), pools, cores)
+        timed.append(time.perf_counter() - started)
+        said = ", ".join(f"{a.pool}: {a.nodes}, {len(a.unservable)}" for a in answers)
+        mixed = " + ".join(f"{count} {name}" for name, count in mix.counts) if mix is not None else ""
+        del answers, mix
+    return f"{nodes:>6} {len(bound):>8} {10_000:>8}  {said:<48} {mixed:<12} {timed[0]:>8.2f} {timed[1]:>8.2f}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1k and 4k GPUs only")
+    parser.add_argument("--only", choices=("headroom", "defrag", "sizing"), help="one of the three answers")
     args = parser.parse_args()
+    wanted = {args.only} if args.only else {"headroom", "defrag", "sizing"}
+    sizes = (128, 512) if args.quick else (128, 512, 2048)
     print(f"placement engine: {engine_build()}")
-    print(f"{'GPUs':>7} {'nodes':>6} {'running':>8} {'more':>7} {'seconds':>8} {'model':>6} {'after it':>8}")
-    for nodes in (128, 512) if args.quick else (128, 512, 2048):
-        node_docs = fleet(nodes, ack=False)
-        bound = running(node_docs, nodes * 8 * 6)
-        spent = [0.0]
-        with _timed(sys.modules[headroom_of.__module__], "build", spent):  # the model's build, timed inside
-            started = time.perf_counter()
-            answer = headroom_of(node_docs, bound, [], template(), SEARCHED)
-            elapsed = time.perf_counter() - started
-        model = spent[0]
-        print(
-            f"{nodes * 8:>7} {nodes:>6} {len(bound):>8} {answer.more:>7} {elapsed:>8.2f} {model:>6.2f} "
-            f"{elapsed - model:>8.2f}"
-        )
-    print()
-    head = f"{'nodes':>6} {'running':>8} {'pending':>8} {'fit after moves':>16} {'plan moves':>11} {'bound':>6}"
-    print(f"{head} {'seconds':>8}")
-    for nodes in (128, 512) if args.quick else (128, 512, 2048):
-        node_docs = fleet(nodes, ack=False)
-        full = running(node_docs, nodes * 8 * 6)
-        bound = [pod for i, pod in enumerate(full) if i % 3 or units(pod) == GIB_PER_GPU]  # a third deleted
-        fits = len(run(build(node_docs, bound, pending(nodes * 8, 48), SEARCHED), SEARCHED).placements)
-        wanted = pending(500 + fits, 48)  # those that fit, and 500 more left pending
-        started = time.perf_counter()
-        found = defragment(node_docs, bound, wanted, SEARCHED)
-        elapsed = time.perf_counter() - started
-        fit = sum(f.moves is not None for f in found.pending)
-        moved = len(found.plan.steps)
-        took = len(found.pending) - len(found.plan.still_pending)
-        print(f"{nodes:>6} {len(bound):>8} {len(found.pending):>8} {fit:>16} {moved:>11} {took:>6} {elapsed:>8.2f}")
-    print()
+    # each row made by a function of its own, and the collector run between rows: a row starts as a process of its
+    # own would, without the last row's fleet alive (which the collector would walk, and a fork would copy)
     answer_head = "answer (pool: nodes, unservable)"
-    head = f"{'nodes':>6} {'running':>8} {'pending':>8}  {answer_head:<48} {'mix':<12}"
-    print(f"{head} {'seconds':>8} {'one core':>8}")
-    pools = [read_pool(pool("a100", 8, 80, 8)), read_pool(pool("l4x4", 4, 24, 3)), read_pool(pool("a10", 1, 24, 1))]
-    for nodes in (128, 512) if args.quick else (128, 512, 2048):
-        node_docs = fleet(nodes, ack=False)
-        bound = running(node_docs, nodes * 8 * 6)
-        wanted = deployments(10_000, ack=False, seed=23)
-        timed = []
-        for cores in (None, 1):  # as the command runs it (every core), then on one core
-            started = time.perf_counter()
-            answers, mix = size_all(Fleet(node_docs, bound, wanted, SEARCHED), pools, cores)
-            timed.append(time.perf_counter() - started)
-            said = ", ".join(f"{a.pool}: {a.nodes}, {len(a.unservable)}" for a in answers)
-            mixed = " + ".join(f"{count} {name}" for name, count in mix.counts) if mix is not None else ""
-        print(f"{nodes:>6} {len(bound):>8} {10_000:>8}  {said:<48} {mixed:<12} {timed[0]:>8.2f} {timed[1]:>8.2f}")
+    sections = (
+        (
+            "headroom",
+            f"{'GPUs':>7} {'nodes':>6} {'running':>8} {'more':>7} {'seconds':>8} {'model':>6} {'after it':>8}",
+        ),
+        (
+            "defrag",
+            f"{'nodes':>6} {'running':>8} {'pending':>8} {'fit after moves':>16} {'plan moves':>11} {'bound':>6} "
+            f"{'seconds':>8}",
+        ),
+        (
+            "sizing",
+            f"{'nodes':>6} {'running':>8} {'pending':>8}  {answer_head:<48} {'mix':<12} {'seconds':>8} {'one core':>8}",
+        ),
+    )
+    rows = {"headroom": _headroom_row, "defrag": _defrag_row, "sizing": _sizing_row}
+    for name, head in sections:
+        if name not in wanted:
+            continue
+        print(head)
+        for nodes in sizes:
+            gc.collect()
+            print(rows[name](nodes))
+        print()
     return 0
 
 
