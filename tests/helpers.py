@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,41 @@ def run_gpushare(*args: str, stdin: str = "", cwd: Path | None = None) -> subpro
         env=env,
         timeout=120,
     )
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes `pid` forked that still exist (zombies too, until reaped)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def interrupt_when_forked(args: list[str], cwd: Path | None = None, settle: float = 0.0) -> tuple[int, str, str]:
+    """`gpushare ARGS` run until it has forked a copy of itself (then `settle` seconds more, both at work), then
+    Ctrl-C as a terminal sends it, to the whole process group: the process and its copies alike. Its exit code,
+    output and error, after asserting that the copies are gone (reaped, or zombies of a dead parent)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpushare", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    while not children_of(process.pid) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    copies = children_of(process.pid)
+    assert copies, "no copy was forked"
+    time.sleep(settle)
+    process.send_signal(signal.SIGINT)
+    for pid in copies:
+        os.kill(pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    for pid in copies:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    return process.returncode, out, err
 
 
 def assert_no_crash(result: subprocess.CompletedProcess[str]) -> None:

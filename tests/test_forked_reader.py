@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from helpers import interrupt_when_forked
 from hypothesis import HealthCheck, given, settings
 from test_list_reader import LISTS, NO_UTF8, as_yaml, fast, strict
 
@@ -228,24 +227,8 @@ def test_ctrl_c_while_both_read_ends_with_one_line_and_no_process_left(tmp_path:
     path = tmp_path / "pods.yaml"
     path.write_text("apiVersion: v1\nitems:\n" + "".join(item.format(i) for i in range(12_000)) + "kind: List\n")
     assert path.stat().st_size > forked.MIN_BYTES
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gpushare", "validate", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 30
-    while not _children(process.pid) and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.01)
-    assert _children(process.pid), "the reader did not fork"
-    reader = _children(process.pid)[0]
-    # Ctrl-C reaches the terminal's whole process group: the parent and its child alike
-    process.send_signal(signal.SIGINT)
-    os.kill(reader, signal.SIGINT)
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 130 and err == "gpushare: interrupted\n"
-    assert not Path(f"/proc/{reader}").exists() or "zombie" in Path(f"/proc/{reader}/status").read_text()
+    code, _, err = interrupt_when_forked(["validate", str(path)])
+    assert code == 130 and err == "gpushare: interrupted\n"
 
 
 def test_a_large_list_is_read_alike_on_one_core_and_two(tmp_path: Path) -> None:
@@ -268,10 +251,3 @@ def test_a_large_list_is_read_alike_on_one_core_and_two(tmp_path: Path) -> None:
     ]
     assert runs[0].returncode == runs[1].returncode and runs[0].stdout == runs[1].stdout
     assert json.loads(runs[0].stdout)["findings"]
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []

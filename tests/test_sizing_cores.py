@@ -9,7 +9,6 @@ import os
 import pickle
 import random
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers import children_of, interrupt_when_forked
 from test_capacity import node, pod_spec, pool
 
 from gpushare import forks
@@ -235,7 +235,7 @@ def test_each_answers_in_order_from_copies_and_here() -> None:
     assert [a[0] for a, _ in answers] == list(range(6))
     assert {elsewhere for _, elsewhere in answers} == {True, False}
     assert all((pid != os.getpid()) == elsewhere for (_, pid), elsewhere in answers)
-    assert not _children_of(os.getpid())  # every copy reaped
+    assert not children_of(os.getpid())  # every copy reaped
 
 
 def test_what_a_copy_does_not_hand_back_is_worked_here() -> None:
@@ -250,7 +250,7 @@ def test_what_a_copy_does_not_hand_back_is_worked_here() -> None:
         return value
 
     assert forks.each(list(range(4)), killed, 2) == [(i, False) for i in range(4)]
-    assert not _children_of(os.getpid())
+    assert not children_of(os.getpid())
 
 
 def test_an_error_is_raised_here_as_on_one_core() -> None:
@@ -262,7 +262,7 @@ def test_an_error_is_raised_here_as_on_one_core() -> None:
     for workers in (1, 2):
         with pytest.raises(ValueError, match="item 3 refused"):
             forks.each(list(range(6)), refused, workers)
-    assert not _children_of(os.getpid())
+    assert not children_of(os.getpid())
 
 
 def test_compiled_frozen_answers_cross_by_their_constructors() -> None:
@@ -290,36 +290,8 @@ def test_ctrl_c_while_pools_are_sized_on_two_cores_ends_with_one_line(tmp_path: 
     (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all(pods))
     for name, gpus in (("one", 1), ("two", 2)):
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(pool(name, gpus, 8, **{"gpushare.io/pool-max": "3000"})))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gpushare", "capacity", "--nodes", "nodes.yaml", "pods.yaml", *POOLS],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 120
-    while not _children_of(process.pid) and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.01)
-    copies = _children_of(process.pid)
-    assert copies, "no copy was made"
-    time.sleep(0.3)  # both at work
-    # Ctrl-C reaches the terminal's whole process group: the parent and its copy alike
-    process.send_signal(signal.SIGINT)
-    for pid in copies:
-        os.kill(pid, signal.SIGINT)
-    out, err = process.communicate(timeout=60)
-    assert process.returncode == 130 and err == "gpushare: interrupted\n" and out == ""
-    assert all(
-        not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text() for pid in copies
-    )
-
-
-def _children_of(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+    code, out, err = interrupt_when_forked(["capacity", "--nodes", "nodes.yaml", "pods.yaml", *POOLS], tmp_path, 0.3)
+    assert code == 130 and err == "gpushare: interrupted\n" and out == ""
 
 
 @pytest.mark.parametrize(
