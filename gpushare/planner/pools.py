@@ -295,22 +295,13 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
     servable = [p for p in waiting if p.key not in refused]
     if not servable:
         return Sizing(pool.name, 0, 0.0, zero, None, _unservable(zero, refused))
-    recent: OrderedDict[int, PlacementResult] = OrderedDict({0: zero})
-    left: dict[int, set[str]] = {0: {p.key for p in zero.pending}}  # what each replay left pending
+    probes = _Probes(fleet, [pool])
 
     def replay(count: int) -> PlacementResult:
-        if count not in recent:
-            recent[count] = fleet.with_pool(pool, count)
-            left[count] = {p.key for p in recent[count].pending}
-            if len(recent) > 3:
-                recent.popitem(last=False)
-        recent.move_to_end(count)
-        return recent[count]
+        return probes.replay((count,))
 
     def enough(count: int) -> bool:
-        if count not in left:
-            replay(count)
-        return left[count] <= refused
+        return probes.enough((count,), refused)
 
     low, high = 0, min(max(1, _estimate(fleet, pool, servable)), pool.max)  # `low` leaves pods pending
     guess = None
@@ -318,7 +309,7 @@ def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
     while not enough(high):  # short of the estimate: add what the pods still pending need (at most `max`)
         if high == pool.max:  # what stays pending with `max` added is named, as the pool does not serve it
             refused |= {p.key for p in replay(high).pending}
-            if high > 1 and len(replay(high - 1).pending) > len(left[high]):
+            if high > 1 and len(replay(high - 1).pending) > len(probes.left[(high,)]):
                 # each node still helps: `max` is the answer, short of room (one fewer leaves more pending)
                 return Sizing(
                     pool.name,
@@ -423,24 +414,28 @@ def _with(counts: tuple[int, ...], i: int, n: int) -> tuple[int, ...]:
 
 
 class _Probes:
-    """The mix's replays by counts: the last three kept whole, what each left pending kept, and how many were made."""
+    """Replays by the nodes of each pool added: the last three used kept whole (each holds the fleet's state), what
+    every one left pending kept, and how many were made."""
 
     def __init__(self, fleet: Fleet, pools: list[Pool], made: int = 0) -> None:
         self.fleet, self.pools, self.made = fleet, pools, made
-        self.seen: dict[tuple[int, ...], PlacementResult] = {}
+        self.seen: OrderedDict[tuple[int, ...], PlacementResult] = OrderedDict()
         self.left: dict[tuple[int, ...], set[str]] = {}
 
     def replay(self, counts: tuple[int, ...]) -> PlacementResult:
         if counts not in self.seen:
             self.made += 1
             self.seen[counts] = self.fleet.with_pools(list(zip(self.pools, counts, strict=True)))
+            self.left[counts] = {p.key for p in self.seen[counts].pending}
             if len(self.seen) > 3:
-                self.seen.pop(next(iter(self.seen)))
+                self.seen.popitem(last=False)
+        self.seen.move_to_end(counts)
         return self.seen[counts]
 
     def enough(self, counts: tuple[int, ...], refused: set[str] | frozenset[str]) -> bool:
+        """Whether every pod the replay left pending is one no node of the pools serves."""
         if counts not in self.left:
-            self.left[counts] = {p.key for p in self.replay(counts).pending}
+            self.replay(counts)
         return self.left[counts] <= refused
 
 
