@@ -35,11 +35,9 @@ from typing import Any
 from placement import GIB_PER_GPU, SEARCHED, deployments, fleet
 
 from gpushare.domain import labels
-from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
+from gpushare.domain.products import SECONDARY_SCHEDULER_NAME
 from gpushare.kube.documents import Source
-from gpushare.placement import engine_build
-from gpushare.placement.inputs import build
-from gpushare.placement.run import run
+from gpushare.placement import Simulation, engine_build
 from gpushare.planner.defrag import defragment
 from gpushare.planner.headroom import headroom_of
 from gpushare.planner.pools import Fleet, read_pool, size_all
@@ -47,7 +45,7 @@ from gpushare.planner.pools import Fleet, read_pool, size_all
 
 def running(nodes: list[Source], pods: int) -> list[Source]:
     """The pods a first placement bound, as a cluster would list them: bound, annotated by the extender."""
-    result = run(build(nodes, [], deployments(pods, ack=False), SEARCHED), SEARCHED)
+    result = Simulation.from_sources(nodes, [], deployments(pods, ack=False), SEARCHED).run()
     bound = []
     for a in result.placements:
         ((index, units),) = a.gpus
@@ -154,7 +152,7 @@ def _defrag_row(nodes: int) -> str:
     node_docs = fleet(nodes, ack=False)
     full = running(node_docs, nodes * 8 * 6)
     bound = [pod for i, pod in enumerate(full) if i % 3 or units(pod) == GIB_PER_GPU]  # a third deleted
-    fits = len(run(build(node_docs, bound, pending(nodes * 8, 48), SEARCHED), SEARCHED).placements)
+    fits = len(Simulation.from_sources(node_docs, bound, pending(nodes * 8, 48), SEARCHED).run().placements)
     wanted = pending(500 + fits, 48)  # those that fit, and 500 more left pending
     started = time.perf_counter()
     found = defragment(node_docs, bound, wanted, SEARCHED)

@@ -90,9 +90,7 @@ def decode_yaml(texts: list[bytes]) -> list[Any]:
 def measure(fmt: str, decode: Callable[[list[bytes]], list[Any]], files: dict[str, Path], count: int) -> str:
     """One format's parts timed, and the ceilings they allow."""
     from gpushare.kube.documents import read_documents
-    from gpushare.placement.inputs import build
-    from gpushare.placement.model import Semantics
-    from gpushare.placement.run import run
+    from gpushare.placement import Semantics, Simulation
     from gpushare.policy.engine import ClusterFacts
     from gpushare.policy.validate import validate
 
@@ -102,9 +100,9 @@ def measure(fmt: str, decode: Callable[[list[bytes]], list[Any]], files: dict[st
     del texts
     nodes = read_documents(files[f"nodes.{fmt.lower()}"])
     pods, reading = timed(read_documents, files[f"pods.{fmt.lower()}"])
-    inventory, modelling = timed(build, nodes, [], list(pods), semantics, "GiB")
-    _, placing = timed(run, inventory, semantics)
-    del inventory
+    simulation, modelling = timed(Simulation.from_sources, nodes, [], list(pods), semantics, "GiB")
+    _, placing = timed(simulation.run)
+    del simulation
     _, ruling = timed(validate, pods, ClusterFacts()) if fmt == "YAML" else (None, 0.0)
     ceiling = count / max(placing, (decoding + modelling + placing) / 2)
     line = f"{fmt:<6} {decoding:>7.2f} {reading:>6.2f} {modelling:>6.2f} {placing:>7.2f} {ruling:>6.2f}   "

@@ -33,13 +33,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
+from gpushare.domain.products import SECONDARY_SCHEDULER_NAME
 from gpushare.kube.documents import Source
-from gpushare.placement import engine_build
-from gpushare.placement.inputs import build
-from gpushare.placement.model import Semantics
-from gpushare.placement.run import run
+from gpushare.placement import Semantics, Simulation, engine_build
 
 GPUS_PER_NODE = 8
 GIB_PER_GPU = 80
@@ -181,20 +178,20 @@ def measure(case: str, nodes: int, pods: int, engine: str = "fast") -> dict[str,
     ack = semantics.name == "ack"
     node_docs, pod_docs = fleet(nodes, ack), workload(pods, ack)
     started = time.perf_counter()
-    inventory = build(node_docs, [], pod_docs, semantics)
+    simulation = Simulation.from_sources(node_docs, [], pod_docs, semantics)
     built = time.perf_counter() - started
     started = time.perf_counter()
-    result = run(inventory, semantics, engine)  # type: ignore[arg-type]
+    result = simulation.run(engine=engine)  # type: ignore[arg-type]
     elapsed = time.perf_counter() - started
     return {
         "gpus": nodes * GPUS_PER_NODE,
         "nodes": nodes,
-        "pods": len(inventory.new),
+        "pods": len(simulation.pending),
         "placed": len(result.placements),
         "pending": len(result.pending),
         "tied": sum(1 for a in result.placements if a.tied_with > 1),
         "seconds": elapsed,
-        "rate": len(inventory.new) / elapsed,
+        "rate": len(simulation.pending) / elapsed,
         "build": built,
     }
 

@@ -32,7 +32,7 @@ from standin_extender import StandIn  # noqa: E402
 from test_extender_binding import rendered_scheduler  # noqa: E402
 from toolchain import control_plane_tools  # noqa: E402
 
-from gpushare.domain.scoringprofiles import scoring_profile  # noqa: E402
+from gpushare.domain.minors import scoring_profile  # noqa: E402
 from gpushare.placement import Semantics, place  # noqa: E402
 
 SCHEDULER = "gpushare-scheduler"

@@ -1,5 +1,5 @@
-"""The `gpushare` command: a registry of subcommands, each in the module of the library it drives, and the one
-place where errors become one line and an exit code, and signals end the process cleanly."""
+"""The `gpushare` command: a registry of subcommands (one module each under `gpushare.commands`), and the one place
+where errors become one line and an exit code, and signals end the process cleanly."""
 
 from __future__ import annotations
 
@@ -40,26 +40,26 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "render": Command(
-        "gpushare.generate.command",
+        "gpushare.commands.render",
         "write the installer chart or manifests",
         "Write a Helm chart (default: ./ack-ai-installer) or plain manifests for the GPU-sharing stack. "
         "Every setting of the settings document has a flag; flags override --config.",
     ),
     "place": Command(
-        "gpushare.placement.command",
+        "gpushare.commands.place",
         "dry-run: where would these pods land, and why not",
         "Place workloads on a fleet offline, as the scheduler would. Exit 1 when a pod is invalid, 2 on unusable "
         "input.",
     ),
     "capacity": Command(
-        "gpushare.planner.command",
+        "gpushare.commands.capacity",
         "how many more replicas fit, and why not more",
         "For each --template (a Pod or a controller's pod template), how many more of its replicas schedule on the "
         "fleet after its running and pending pods, as the scheduler would place them one by one; where they land; "
         "why the next one does not; GPU memory left stranded. Exit 2 on unusable input.",
     ),
     "diff": Command(
-        "gpushare.planner.diffcommand",
+        "gpushare.commands.diff",
         "what a change of settings or node labels does: stack, rules, fleet",
         "Compare the stack rendered before and after a change (--config to --to, --set, --label), object by object "
         "and field by field; run the rules the change must pass (a unit switch under running GPU pods, a mode "
@@ -68,39 +68,39 @@ COMMANDS: dict[str, Command] = {
         "unusable input.",
     ),
     "snapshot": Command(
-        "gpushare.live.command",
+        "gpushare.commands.snapshot",
         "copy a live cluster to files for offline work (read-only)",
         "List the cluster's nodes, pods and what placement reads (paginated, trimmed) into a directory that place, "
         "capacity, validate, diff and doctor read offline. Written whole or not at all. Exit 2 on an unreachable or "
         "refusing cluster.",
     ),
     "doctor": Command(
-        "gpushare.live.command",
+        "gpushare.commands.doctor",
         "check a cluster's GPU-sharing ledger: annotations, plugins, config (read-only)",
         "Check what the pods bound to each GPU hold (the extender's annotations), the device plugin and cGPU installer "
         "each GPU node needs, the scheduler configuration and the unit, live (--kubeconfig) or on a snapshot's files. "
         "Exit 0 clean or warnings only, 1 on errors (--strict: warnings too), 2 on unusable input.",
     ),
     "inspect": Command(
-        "gpushare.placement.command",
+        "gpushare.commands.inspect",
         "per-GPU allocation, like kubectl inspect gpushare",
         "Show each node's GPU memory allocated/total from running pods.",
     ),
     "validate": Command(
-        "gpushare.policy.command",
+        "gpushare.commands.validate",
         "check settings, workloads and Nodes against the product's rules",
         "Run every rule on settings documents (kind InstallerSettings), workloads (Pod and controllers) and Node "
         "manifests. Exit 0 clean or warnings only, 1 on errors (--strict: warnings too), 2 on bad usage or "
         "unreadable input.",
     ),
     "preflight": Command(
-        "gpushare.policy.command",
+        "gpushare.commands.preflight",
         "can these settings be installed on this cluster? (read-only)",
         "Read the cluster (version, nodes, GPU pods, installed unit, scheduler) and run the rules on the settings "
         "against it. Never writes to the cluster.",
     ),
     "rules": Command(
-        "gpushare.policy.command",
+        "gpushare.commands.rules",
         "list the rules: ID, severity, summary, source, fix",
         "List every rule (or the IDs named): ID, severity, target, summary and source, then how to fix a finding "
         "and why the rule holds.",

@@ -1,4 +1,5 @@
-"""Writing results: atomically, and never over anything gpushare did not write.
+"""What gpushare writes, and how: JSON and tables as it prints them (`dumps`, `table`), pictures (`picture_target`,
+`pyplot`, `save_picture`), and files written atomically, never over anything gpushare did not write.
 
 A target is written only when it is missing, empty, or a previous gpushare output whose files are as gpushare
 wrote them: a tree carries a marker (`.gpushare-output.json`, each file's sha256), a single file a seal with the
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
+import io
 import json
 import os
 import shutil
@@ -26,10 +29,11 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpushare import __version__
 from gpushare.domain import kinds
-from gpushare.errors import GpushareError, InputError
+from gpushare.errors import GpushareError, InputError, MissingDependency
 
 MARKER = ".gpushare-output.json"
 HEADER = "# gpushare output, sha256 of what follows: "
@@ -321,3 +325,69 @@ def write_file(
             Path(tmp).unlink(missing_ok=True)
             raise
     return step
+
+
+# --- text ------------------------------------------------------------------------------------------------------------
+
+
+def dumps(doc: Any) -> str:
+    """`doc` as indented JSON text (what `json.dumps(doc, indent=2, ensure_ascii=False)` means). A placement of
+    100,000 pods is tens of megabytes of JSON: msgspec writes it in C, where the standard library's indenting writer
+    runs in Python (seconds)."""
+    import msgspec  # imported on first use: the commands that print no JSON never load it
+
+    try:
+        return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
+    except (TypeError, msgspec.EncodeError):  # a value msgspec does not encode: the standard library may
+        return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def table(rows: list[list[str]]) -> list[str]:
+    """Rows as aligned columns, two spaces apart, no trailing blanks (the first row is the header, if any)."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+# --- pictures --------------------------------------------------------------------------------------------------------
+
+
+def picture_target(path: str | Path, field: str) -> Path:
+    """A picture's path, refused before any work when gpushare cannot or may not write it: not a .png or .svg name,
+    no matplotlib, or a file there that gpushare did not write (or that was changed since; pictures take no
+    --force)."""
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise InputError(field, str(path), "a .png or .svg file name")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise _no_matplotlib(field)
+    plan(path, tree=False, field=field, force_flag=None)
+    return path
+
+
+def pyplot(field: str) -> tuple[Any, Any, Any]:
+    """matplotlib's pyplot, Patch and Rectangle, drawing to files only; its absence said in one line."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable, selectable
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch, Rectangle
+    except ImportError:
+        raise _no_matplotlib(field) from None
+    return plt, Patch, Rectangle
+
+
+def save_picture(plt: Any, figure: Any, path: Path, field: str) -> Path:
+    """The figure written to `path` atomically and sealed as gpushare's, room kept for the legend below."""
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
+    picture = io.BytesIO()
+    figure.savefig(picture, format=path.suffix.lower()[1:])
+    plt.close(figure)
+    return write_file(path, picture.getvalue(), field=field, force_flag=None).target
+
+
+def _no_matplotlib(field: str) -> MissingDependency:
+    return MissingDependency(field, "matplotlib", "pip install 'gpushare[plot]'")

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gpushare import render  # noqa: E402
-from gpushare.domain.profiles import INSTALLER_CHART  # noqa: E402
+from gpushare.domain.products import INSTALLER_CHART  # noqa: E402
 from gpushare.domain.versions import (  # noqa: E402
     KUBE_SCHEDULER_IMAGE,
     MINORS,

@@ -12,9 +12,7 @@ import yaml
 from gpushare import collector
 from gpushare.cli import main
 from gpushare.kube.documents import Source
-from gpushare.placement.inputs import build
-from gpushare.placement.model import Semantics
-from gpushare.placement.run import run
+from gpushare.placement import Semantics, Simulation
 
 
 @pytest.fixture
@@ -136,9 +134,9 @@ def test_the_collector_comes_back_after_an_error(collections: list[int]) -> None
 )
 def test_a_placement_run_does_not_collect(collections: list[int], semantics: Semantics) -> None:
     nodes, pods = fleet(3000, semantics.served_scheduler)
-    inventory = build(nodes, [], pods, semantics)
+    simulation = Simulation.from_sources(nodes, [], pods, semantics)
     collections.clear()
-    result = run(inventory, semantics)
+    result = simulation.run()
     assert len(result.placements) + len(result.pending) == 3000
     assert len(collections) <= 1
     assert gc.isenabled()

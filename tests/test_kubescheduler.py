@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpushare.domain import kubescheduler as ks
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.domain.versions import MINORS, served_apis
 from gpushare.errors import InputError
 

@@ -8,7 +8,7 @@ import pytest
 
 import gpushare
 from gpushare import ClusterFacts, InputError, place, validate
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement import Semantics
 
 

@@ -95,31 +95,39 @@ def test_gpu_memory_without_a_gpu_count_makes_no_device_for_the_extender(engine:
 
 
 @pytest.mark.parametrize(
-    ("annotations", "upstream_used"),
+    ("annotations", "upstream_used", "ack_used"),
     [
-        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 6]),
-        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "3"}, [0, 3]),  # the annotation, not the limit
-        ({"ALIYUN_COM_GPU_MEM_IDX": "1"}, [0, 0]),  # no ALIYUN_COM_GPU_MEM_POD: Atoi of nothing, 0
-        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "six"}, [0, 0]),
-        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "-2"}, [0, 0]),
-        ({"ALIYUN_COM_GPU_MEM_IDX": " 1", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 0]),  # Atoi takes no space: no device
-        ({"ALIYUN_COM_GPU_MEM_IDX": "0,1", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 0]),  # nor a list
-        ({"ALIYUN_COM_GPU_MEM_IDX": "7", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 0]),  # nor a device the node lacks
+        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 6], [0, 6]),
+        (
+            {"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "3"},
+            [0, 3],
+            [0, 3],
+        ),  # the annotation, not the limit
+        # no ALIYUN_COM_GPU_MEM_POD: the extender reads 0 on device 1; ACK reads no allocation, and the dry run puts
+        # the pod where a bind would (the fullest device that holds it: both are empty, the first)
+        ({"ALIYUN_COM_GPU_MEM_IDX": "1"}, [0, 0], [6, 0]),
+        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "six"}, [0, 0], [6, 0]),
+        ({"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "-2"}, [0, 0], [0, 0]),
+        ({"ALIYUN_COM_GPU_MEM_IDX": " 1", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 0], [6, 0]),  # Atoi takes no space
+        ({"ALIYUN_COM_GPU_MEM_IDX": "0,1", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 0], [6, 0]),  # nor a list
+        ({"ALIYUN_COM_GPU_MEM_IDX": "7", "ALIYUN_COM_GPU_MEM_POD": "6"}, [0, 0], [0, 0]),  # nor a device the node lacks
+        # ACK's own allocation (JSON: container -> device -> units), which the extender does not read
+        ({"scheduler.framework.gpushare.allocation": '{"0":{"1":6}}'}, [0, 0], [0, 6]),
     ],
 )
 def test_a_bound_pod_holds_on_its_device_what_its_annotations_say(
-    annotations: dict[str, str], upstream_used: list[int]
+    annotations: dict[str, str], upstream_used: list[int], ack_used: list[int]
 ) -> None:
-    """The extender's device cache counts a bound pod by its annotations (GetGPUIDFromAnnotation, Atoi, and
-    GetGPUMemoryFromPodAnnotation), kube-scheduler's node level by its limits; ACK charges what the pod asks."""
+    """Each scheduler's cache counts a bound pod by its annotations (`kube.ledger.held`: the extender by Atoi,
+    GetGPUIDFromAnnotation and GetGPUMemoryFromPodAnnotation; ACK its allocation, else the extender's share),
+    kube-scheduler's node level by its limits."""
     running = pod("old", [{"aliyun.com/gpu-mem": "6"}], nodeName="a")
     running["metadata"]["annotations"] = annotations
     upstream = place([node("a")], [], existing=[running], semantics=served("upstream"))
     assert [g.used for g in upstream.nodes[0].gpus] == upstream_used
     assert upstream.nodes[0].gpu_mem_used == 6
-    if annotations.get("ALIYUN_COM_GPU_MEM_IDX") in ("1", "0,1"):
-        ack = place([node("a")], [], existing=[running], semantics=served("ack"))
-        assert sum(g.used for g in ack.nodes[0].gpus) == 6
+    ack = place([node("a")], [], existing=[running], semantics=served("ack"))
+    assert [g.used for g in ack.nodes[0].gpus] == ack_used
 
 
 @pytest.mark.parametrize("engine", ["fast", "reference"])
@@ -220,7 +228,7 @@ def test_a_sidecar_adds_to_the_containers_and_to_later_init_containers_from_1_29
     """PodRequests with SidecarContainers (1.29 on): a sidecar (init container with restartPolicy Always) runs beside
     the containers, so cpu 1 + sidecar 2 = 3 after start and sidecar 2 + the next init container 2 = 4 while it runs:
     4 cpus. Before, every init container alone: max(1, 2, 2) = 2."""
-    from gpushare.domain.scoringprofiles import scoring_profile
+    from gpushare.domain.minors import scoring_profile
 
     asks = pod("p", [{"cpu": "1", "aliyun.com/gpu-mem": "1"}], init=[{"cpu": "2"}, {"cpu": "2"}])
     asks["spec"]["initContainers"][0]["restartPolicy"] = "Always"
@@ -244,25 +252,28 @@ def test_a_pod_naming_its_node_is_bound_whatever_scheduler_it_names_and_a_malfor
 @pytest.mark.parametrize(
     ("text", "value"),
     [
-        ("0", 0),
-        ("007", 7),
-        ("+3", 3),
-        ("-1", -1),
-        (str(2**63 - 1), 2**63 - 1),
-        (str(2**63), None),  # beyond Go's int: Atoi's range error
-        (str(-(2**63)), -(2**63)),
-        ("0" * 20 + "5", 5),  # leading zeros, however many
-        ("7" * 5000, None),
-        ("", None),
-        (" 1", None),
-        ("1 ", None),
-        ("0,1", None),
-        ("\uff11", None),  # a fullwidth digit: a digit to Python, not to Go
-        ("\u00b2", None),  # superscript two, likewise
-        (4, 4),
+        ("0", (0, True)),
+        ("007", (7, True)),
+        ("+3", (3, True)),
+        ("-1", (-1, True)),
+        (str(2**63 - 1), (2**63 - 1, True)),
+        (str(2**63), (2**63 - 1, False)),  # beyond Go's int: Atoi's range error, the value clamped
+        (str(-(2**63)), (-(2**63), True)),
+        (str(-(2**63) - 1), (-(2**63), False)),
+        ("0" * 20 + "5", (5, True)),  # leading zeros, however many
+        ("7" * 5000, (2**63 - 1, False)),
+        ("-" + "7" * 5000, (-(2**63), False)),
+        ("", (0, False)),
+        (" 1", (0, False)),
+        ("1 ", (0, False)),
+        ("0,1", (0, False)),
+        ("\uff11", (0, False)),  # a fullwidth digit: a digit to Python, not to Go
+        ("\u00b2", (0, False)),  # superscript two, likewise
+        (4, (4, True)),
     ],
 )
-def test_annotations_are_read_as_go_atoi_reads_them(text: object, value: int | None) -> None:
-    from gpushare.placement.plugins.gpushare import go_atoi
+def test_annotations_are_read_as_go_atoi_reads_them(text: object, value: tuple[int, bool]) -> None:
+    """strconv.Atoi: a syntax error returns 0, a range error the nearest bound, both with an error."""
+    from gpushare.kube.ledger import go_atoi
 
     assert go_atoi(text) == value

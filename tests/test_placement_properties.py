@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from placement_strategies import alike_scenario, scenario
 
 from gpushare.domain.labels import SCHEDULE_LABEL
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.errors import InputError
 from gpushare.placement import PlacementResult, Semantics, place
 

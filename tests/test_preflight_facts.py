@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.domain.profiles import INSTALLER_CHART
+from gpushare.domain.products import INSTALLER_CHART
 from gpushare.kube.documents import Source
 from gpushare.kube.installed import UnitReading, daemonset_units, helm_release, node_unit, node_units
 from gpushare.kube.nodes import read_node

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 from gpushare import render
 from gpushare.cli import main
-from gpushare.domain import profiles
+from gpushare.domain import products
 from gpushare.errors import InputError, not_allowed
 from gpushare.kube.fields import Problem
 from gpushare.kube.installed import UnitReading
@@ -196,7 +196,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
 }
 
 
-#: What only a live read (preflight) or a change (diff) gives the cluster rules.
+#: What only a live read (preflight) or a change (diff) gives the cluster rules: ClusterFacts' fields.
 READINGS: dict[str, dict[str, Any]] = {
     "GC411": {"current_units": [UnitReading("GiB", "DaemonSet x/y")], "gpu_pods": ["ml/a"]},
     "GC415": {"relabelled": [("n1", "share", "core_mem")]},
@@ -204,8 +204,8 @@ READINGS: dict[str, dict[str, Any]] = {
 }
 
 
-def fired(objects: list[dict[str, Any]], flags: dict[str, str], extra: dict[str, Any] | None = None) -> set[str]:
-    return {f.rule.id for f in validate(objects, ClusterFacts(**flags, extra=extra or {})).findings}
+def fired(objects: list[dict[str, Any]], flags: dict[str, str], readings: dict[str, Any] | None = None) -> set[str]:
+    return {f.rule.id for f in validate(objects, ClusterFacts(**flags, **(readings or {}))).findings}
 
 
 def test_every_rule_has_a_case() -> None:
@@ -345,9 +345,9 @@ def test_docker_is_checked_on_docker_nodes_only_and_said_elsewhere() -> None:
 def test_the_node_rule_on_the_unit_reads_the_flag_without_settings() -> None:
     """`place` has --gpu-memory-unit and no settings: GN309 reads the unit as a fact; the settings' unit wins."""
     core_mem = node(mode="core_mem", core=200)
-    assert "GN309" in fired([core_mem], {"gpu_memory_unit": profiles.UNIT_128MIB})
-    assert "GN309" not in fired([core_mem], {"gpu_memory_unit": profiles.UNIT_1GIB})
-    assert "GN309" not in fired([SETTINGS, core_mem], {"gpu_memory_unit": profiles.UNIT_128MIB})
+    assert "GN309" in fired([core_mem], {"gpu_memory_unit": products.UNIT_128MIB})
+    assert "GN309" not in fired([core_mem], {"gpu_memory_unit": products.UNIT_1GIB})
+    assert "GN309" not in fired([SETTINGS, core_mem], {"gpu_memory_unit": products.UNIT_128MIB})
 
 
 @pytest.mark.parametrize(("one", "other"), [("GS118", "GN309"), ("GN307", "GC410")])
@@ -667,9 +667,9 @@ def test_a_misspelt_region_is_refused_and_a_new_one_taken_with_a_warning() -> No
         render(region="cn-hangzou")
     assert fired([{**SETTINGS, "region": "cn-beijng"}], {}) >= {"GS124"}
     assert "GS124" not in fired([{**SETTINGS, "region": "ap-southeast-4"}], {})
-    for region in profiles.REGIONS:
+    for region in products.REGIONS:
         assert fired([{**SETTINGS, "region": region}], {}).isdisjoint({"GS124", "GS125"}), region
-    assert set(profiles.COMPUTE_REGIONS) <= set(profiles.REGIONS)
+    assert set(products.COMPUTE_REGIONS) <= set(products.REGIONS)
 
 
 def test_acks_plugin_sharing_the_open_source_name_is_not_refused() -> None:

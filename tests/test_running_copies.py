@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpushare.domain import labels
-from gpushare.domain.profiles import SECONDARY_SCHEDULER_NAME
+from gpushare.domain.products import SECONDARY_SCHEDULER_NAME
 from gpushare.kube.documents import Source
 from gpushare.kube.workloads import read_workload
 from gpushare.placement.inputs import _TRIAL, _Alike, build, to_pod, unit_ratio
 from gpushare.placement.model import Semantics
-from gpushare.placement.profiles import profile
+from gpushare.placement.pluginsets import profile
 
 TEMPLATES: list[dict[str, Any]] = [
     {
@@ -141,5 +141,5 @@ def test_replicas_of_one_template_are_copies_of_the_first() -> None:
             assert view is not None
             alike.keep(src, to_pod(view, plugins, ratio))
         else:
-            assert (pod.name, pod.node, pod.gpu_indices, pod.gpu_mem_annotated) == (f"p-{i}", f"n{i % 4}", (i % 2,), 4)
+            assert (pod.name, pod.node, pod.gpu_held) == (f"p-{i}", f"n{i % 4}", ((i % 2, 4),))
     assert alike.hits == 19

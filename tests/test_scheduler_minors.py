@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement import Semantics, place
 
 
@@ -120,7 +120,7 @@ def test_image_locality_counts_init_containers_from_1_30() -> None:
 def test_pods_each_unlike_the_others_place_as_the_reference_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """Distinct requests and images (as `kubectl get pods` lists them): the fast engine keeps a bounded number of
     views, drops the oldest, and still places every pod where the reference engine does."""
-    from gpushare.placement import scoreindex
+    from gpushare.placement.fast import scoreindex
 
     monkeypatch.setattr(scoreindex, "MAX_VIEWS", 3)
     nodes = [node(f"n{i}", cpu=str(8 + i), zone="ab"[i % 2]) for i in range(6)]

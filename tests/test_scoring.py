@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from gpushare.domain import kubescheduler as ks
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.kube.documents import Source
 from gpushare.placement import Semantics
 from gpushare.placement.inputs import build
 from gpushare.placement.plugins import noderesources, podtopologyspread
-from gpushare.placement.profiles import profile as profile_of
-from gpushare.placement.run import charge_existing
+from gpushare.placement.pluginsets import profile as profile_of
+from gpushare.placement.simulation import charge_existing
 
 
 def node(name: str, cpu_milli: int, memory: int, **labels: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from placement_strategies import scenario
 from test_placement_properties import snapshot
 from test_rules import CASES, READINGS
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.errors import InputError
 from gpushare.kube.shapes import trim
 from gpushare.placement import Semantics, place
@@ -22,7 +22,7 @@ from gpushare.policy.validate import validate
 
 def findings(objects: list[dict[str, Any]], flags: dict[str, str], rule_id: str) -> list[tuple[Any, ...]]:
     # what only a live read or a change gives the cluster rules: as test_rules gives them
-    report = validate(objects, ClusterFacts(**flags, extra=READINGS.get(rule_id, {})))
+    report = validate(objects, ClusterFacts(**flags, **READINGS.get(rule_id, {})))
     return [(f.rule.id, f.subject, f.field, repr(f.value), f.allowed) for f in report.findings]
 
 

@@ -254,7 +254,7 @@ class ScoringProfile:
     @property
     def retries_at_once(self) -> bool:
         """1.33 on (SchedulerPopFromBackoffQ): a pending pod a bind may have made schedulable is retried as soon as
-        the scheduler is idle (gpushare.placement.requeue)."""
+        the scheduler is idle (gpushare.placement.queue)."""
         return self.minor >= 33
 
     @property

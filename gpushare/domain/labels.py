@@ -27,10 +27,21 @@ ISOLATED_MODES: tuple[str, ...] = ("cgpu", "core_mem")
 Placement = Literal["binpack", "spread"]
 PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
 
-# Annotations the extender writes on bind and the device plugin reads (upstream-extender, -plugin).
+# Annotations the extender writes on bind and the device plugin reads (upstream-extender pkg/utils/const.go,
+# upstream-plugin pkg/gpu/nvidia/const.go); ACK's scheduler reads them back from pods the old extender placed.
 ANN_IDX = "ALIYUN_COM_GPU_MEM_IDX"
 #: Every annotation of a placed GPU pod starts so (index, share, device total, assume time, assigned).
 ANN_PREFIX = "ALIYUN_COM_GPU_MEM_"
 ANN_POD_MEM = "ALIYUN_COM_GPU_MEM_POD"
+ANN_DEV_MEM = "ALIYUN_COM_GPU_MEM_DEV"
+ANN_ASSIGNED = "ALIYUN_COM_GPU_MEM_ASSIGNED"
+ANN_ASSUME_TIME = "ALIYUN_COM_GPU_MEM_ASSUME_TIME"
+#: ACK's scheduler framework plugin records a bound pod's GPUs as JSON, container index -> GPU index -> units
+#: (`{"0":{"1":4}}`), with its own assigned flag and assume time; the device plugin's `kubectl inspect gpushare`
+#: reads the allocation first too (upstream-plugin cmd/inspect/nodeinfo.go GetAllocation).
+ACK_PREFIX = "scheduler.framework.gpushare."
+ANN_ALLOCATION = "scheduler.framework.gpushare.allocation"
+ANN_ACK_ASSIGNED = "scheduler.framework.gpushare.assigned"
+ANN_ACK_ASSUME_TIME = "scheduler.framework.gpushare.assume-time"
 
 UNHEALTHY_CONFIGMAP_PREFIX = "unhealthy-gpu-"

@@ -14,9 +14,9 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from gpushare import __version__, output
-from gpushare.domain import profiles, versions
+from gpushare.domain import products, versions
 from gpushare.domain.labels import GPU_MEM
-from gpushare.domain.profiles import (
+from gpushare.domain.products import (
     ACK_PLUGIN_LOOKUP,
     INSTALLER_CHART,
     MIB_PER_UNIT,
@@ -161,7 +161,7 @@ def _config_helpers(stack: Stack) -> str:
     """`gpushare.schedulerConfigApi` (the API: fixed, or by the cluster's minor in a universal chart) and
     `gpushare.schedulerConfig` (the configuration file, one body for every API)."""
     config = stack.config
-    if config is None or stack.mode != profiles.SECONDARY:  # control-plane: the configuration is a file
+    if config is None or stack.mode != products.SECONDARY:  # control-plane: the configuration is a file
         return ""
     if config.api is not None:
         api = config.api

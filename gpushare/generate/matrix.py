@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from itertools import combinations
 from typing import Any
 
-from gpushare.domain import profiles, versions
+from gpushare.domain import products, versions
 from gpushare.errors import InputError
 from gpushare.policy.validate import enforce
 from gpushare.settings.model import ack_plugin_features, load_settings
@@ -24,7 +24,7 @@ def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict
     """Settings documents: each minor (or the given versions) x profile x isolation x unit x scheduler mode."""
     targets = kube_versions if kube_versions is not None else tuple(f"1.{m}" for m in versions.MINORS)
     for version in targets:
-        for profile in profiles.PROFILES.values():
+        for profile in products.PROFILES.values():
             modes = profile.isolation_modes
             subsets = [list(c) for n in range(1, len(modes) + 1) for c in combinations(modes, n)]
             for isolation in subsets:
@@ -40,7 +40,7 @@ def combos(kube_versions: tuple[str | None, ...] | None = None) -> Iterator[dict
                         if version is not None:
                             document["kubernetesVersion"] = version
                         if "core_mem" in isolation:
-                            document["region"] = profiles.COMPUTE_REGIONS[0]
+                            document["region"] = products.COMPUTE_REGIONS[0]
                         if ack_plugin_features(profile.name, unit, document["computeAllocation"]):
                             document["devicePlugin"] = {"image": {"repository": EXAMPLE_ACK_PLUGIN, "tag": "v1"}}
                         try:

@@ -9,8 +9,8 @@ import textwrap
 
 import jinja2
 
-from gpushare.domain import cgpu, labels, profiles
-from gpushare.domain.profiles import MIB_PER_UNIT
+from gpushare.domain import cgpu, labels, products
+from gpushare.domain.products import MIB_PER_UNIT
 from gpushare.domain.versionstr import valid
 from gpushare.settings.model import InstallerSettings
 
@@ -168,7 +168,7 @@ def notes(
             install=not helm and chart is not None,
             pinned=settings.version.full if settings.version is not None else "",
             need=settings.ack_plugin_need,
-            plugin_lookup=profiles.ACK_PLUGIN_LOOKUP,
+            plugin_lookup=products.ACK_PLUGIN_LOOKUP,
             release=settings.release_name,
             chart=chart or "<chart directory>",
             namespace=settings.namespace,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from gpushare.domain import profiles, versions
+from gpushare.domain import products, versions
 from gpushare.errors import InputError
 from gpushare.generate import controlplane
 from gpushare.generate.chart import chart_files
@@ -88,7 +88,7 @@ def render(
     model = build_settings(settings, config=config, **options)
     warnings = [f for f in enforce(model) if f.rule.severity == "warning"]
     stack = Stack(model)
-    if model.scheduler.mode != profiles.MANAGED and model.version is None and format == "manifests":
+    if model.scheduler.mode != products.MANAGED and model.version is None and format == "manifests":
         raise InputError(
             "kubernetesVersion",
             None,
@@ -101,7 +101,7 @@ def render(
             AT_INSTALL,
             "an image for manifests (a chart asks for it at install time): --device-plugin-image-repository and "
             f"--device-plugin-image-tag; {model.ack_plugin_need} ACK's own device plugin, which "
-            f"{profiles.ACK_PLUGIN_LOOKUP} shows",
+            f"{products.ACK_PLUGIN_LOOKUP} shows",
         )
     objects = stack.objects()
     if format == "chart":

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from gpushare.domain import profiles, versions
+from gpushare.domain import products, versions
 from gpushare.generate import schedconfig
 from gpushare.generate.components import cgpu, device_plugin, rbac, scheduler
 from gpushare.generate.template import resolve, text_of
@@ -43,12 +43,12 @@ class Stack:
     @cached_property
     def config(self) -> SchedulerConfig | None:
         """The scheduler configuration, for the version given or (universal chart) for the cluster's at install."""
-        if self.mode == profiles.MANAGED:
+        if self.mode == products.MANAGED:
             return None
         version = self.settings.version
         api = versions.choose_api(self.settings.scheduler.config_api, version.minor) if version else None
         minor = version.minor if version else None
-        obj = schedconfig.configuration(self.ctx, api, self.mode == profiles.CONTROL_PLANE, minor)
+        obj = schedconfig.configuration(self.ctx, api, self.mode == products.CONTROL_PLANE, minor)
         text, helm = text_of(obj, schedconfig.serialise(api))
         return SchedulerConfig(api, text, helm)
 
@@ -63,13 +63,13 @@ class Stack:
         doctor = rbac.doctor_objects(ctx)
         if doctor:
             files["doctor/rbac.yaml"] = doctor
-        if self.mode == profiles.SECONDARY:
+        if self.mode == products.SECONDARY:
             config = self.config
             assert config is not None
             files["scheduler/scheduler.yaml"] = scheduler.secondary_objects(
                 ctx, config.api, config.text if config.api else None
             )
-        elif self.mode == profiles.CONTROL_PLANE:
+        elif self.mode == products.CONTROL_PLANE:
             files["scheduler/extender-rbac.yaml"] = scheduler.control_plane_objects(ctx)
         return files
 
@@ -78,17 +78,17 @@ class Stack:
         """What the cluster must already run for these settings (managed mode: ACK's own scheduler)."""
         settings = self.settings
         version = settings.version
-        if settings.scheduler.mode != profiles.MANAGED or not settings.compute_allocation:
+        if settings.scheduler.mode != products.MANAGED or not settings.compute_allocation:
             return {}
         if version is None:
-            table = ", ".join(f"1.{m}: {v}" for m, v in profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE.items())
+            table = ", ".join(f"1.{m}: {v}" for m, v in products.ACK_MIN_SCHEDULER_FOR_COMPUTE.items())
             return {"ack-scheduler": f"at least, by cluster minor: {table}"}
-        minimum = profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE.get(version.minor)
+        minimum = products.ACK_MIN_SCHEDULER_FOR_COMPUTE.get(version.minor)
         if minimum:
             return {"ack-scheduler": f"at least {minimum}"}
         return {
             "ack-scheduler": f"an ACK 1.{version.minor} release with compute allocation (ACK documents no minimum "
-            f"for 1.{version.minor}; its table ends at 1.{max(profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE)})"
+            f"for 1.{version.minor}; its table ends at 1.{max(products.ACK_MIN_SCHEDULER_FOR_COMPUTE)})"
         }
 
     def objects(self) -> list[dict[str, Any]]:

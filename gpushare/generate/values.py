@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import Any
 
 from gpushare import __version__
-from gpushare.domain.profiles import INSTALLER_CHART
+from gpushare.domain.products import INSTALLER_CHART
 from gpushare.generate import security
 from gpushare.generate.template import Expr
 from gpushare.settings.model import InstallerSettings

@@ -6,13 +6,17 @@ denied, or the cluster unreachable.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from gpushare.domain import labels
 from gpushare.errors import GpushareError
 from gpushare.kube.documents import Source
+from gpushare.kube.ledger import scheduler_configs
+from gpushare.kube.shapes import trim
 
 T = TypeVar("T")
 
@@ -70,11 +74,103 @@ def translated() -> Iterator[None]:
         raise ClusterError(f"cluster unreachable: {exc}") from None
 
 
+#: Items asked for in one list call: kubectl's own page size.
+PAGE = 500
+#: Pods that ended hold nothing and wait for nothing.
+_FINISHED = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One list call: the kind of its items, their apiVersion, the client method and its fixed arguments, and
+    whether the snapshot is useless without it (else it is noted as not read)."""
+
+    kind: str
+    api_version: str
+    method: str
+    api: str = "core"
+    args: tuple[tuple[str, Any], ...] = ()
+    required: bool = False
+    keep: Callable[[dict[str, Any]], bool] = lambda _: True
+
+
+def _kept_map(obj: dict[str, Any]) -> bool:
+    """kube-system's ConfigMaps that matter: the GPUs marked unhealthy, and scheduler configurations (doctor)."""
+    if str((obj.get("metadata") or {}).get("name", "")).startswith(labels.UNHEALTHY_CONFIGMAP_PREFIX):
+        return True
+    return bool(scheduler_configs(Source(obj, "")))
+
+
+def _bound(pod: dict[str, Any]) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def _waiting(pod: dict[str, Any]) -> bool:
+    return not _bound(pod) and (pod.get("status") or {}).get("phase") not in _FINISHED
+
+
+#: What gpushare reads of a live cluster, the one table of it: each file of a snapshot (`gpushare.live.snapshot`)
+#: and the list calls that fill it, in the order they are made. A fleet command's `--kubeconfig` reads the first two
+#: (`read_cluster`); `doctor` its Nodes, bound Pods, ConfigMaps and DaemonSets.
+READS: dict[str, tuple[Listing, ...]] = {
+    "nodes.json": (Listing("Node", "v1", "list_node", required=True),),
+    "existing.json": (
+        Listing(
+            "Pod", "v1", "list_pod_for_all_namespaces", args=(("field_selector", "spec.nodeName!="),), required=True
+        ),
+        Listing(
+            "ConfigMap",
+            "v1",
+            "list_namespaced_config_map",
+            args=(("namespace", "kube-system"),),
+            keep=_kept_map,
+        ),
+        Listing("ReplicaSet", "apps/v1", "list_replica_set_for_all_namespaces", api="apps"),
+        Listing("StatefulSet", "apps/v1", "list_stateful_set_for_all_namespaces", api="apps"),
+        Listing("ReplicationController", "v1", "list_replication_controller_for_all_namespaces"),
+        Listing("Service", "v1", "list_service_for_all_namespaces"),
+        Listing("Namespace", "v1", "list_namespace"),
+        Listing("ResourceQuota", "v1", "list_resource_quota_for_all_namespaces"),
+        Listing("PriorityClass", "scheduling.k8s.io/v1", "list_priority_class", api="scheduling"),
+        Listing("PodDisruptionBudget", "policy/v1", "list_pod_disruption_budget_for_all_namespaces", api="policy"),
+    ),
+    "pending.json": (
+        Listing(
+            "Pod", "v1", "list_pod_for_all_namespaces", args=(("field_selector", "spec.nodeName="),), keep=_waiting
+        ),
+    ),
+    "daemonsets.json": (Listing("DaemonSet", "apps/v1", "list_daemon_set_for_all_namespaces", api="apps"),),
+}
+
+
+def pages(cluster: Cluster, listing: Listing, page: int) -> Iterator[list[dict[str, Any]]]:
+    """The items of one list call, a page at a time (`limit`/`continue`), each with its kind and apiVersion."""
+    api = getattr(cluster, listing.api)
+    method = getattr(api, listing.method)
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = dict(listing.args)
+        kwargs["limit"] = page
+        if token:
+            kwargs["_continue"] = token
+        with translated():
+            response = method(**kwargs, _preload_content=False)
+            body = json.loads(response.data)
+        items = body.get("items") or []
+        for item in items:
+            item["kind"], item["apiVersion"] = listing.kind, listing.api_version
+        yield items
+        token = (body.get("metadata") or {}).get("continue") or None
+        if not token:
+            return
+
+
 @dataclass
 class PlacementReading:
-    """What a dry run reads of a live cluster: Nodes and kube-system ConfigMaps, bound pods and what kube-scheduler's
-    default spreading reads (ReplicaSets, StatefulSets, ReplicationControllers, Services, Namespaces), the server's
-    version; `skipped` names what could not be read and why."""
+    """What a dry run reads of a live cluster (`READS`' nodes.json and existing.json): Nodes, bound pods, kube-system's
+    unhealthy-GPU and scheduler ConfigMaps, and what placement reads besides (controllers, Services, Namespaces,
+    quotas, classes, budgets), each trimmed to what gpushare reads; the server's version; `skipped` names what could
+    not be read and why."""
 
     nodes: list[Source]
     existing: list[Source]
@@ -82,28 +178,22 @@ class PlacementReading:
     skipped: list[str] = field(default_factory=list)
 
 
-def read_cluster(kubeconfig: str | None, context: str | None = None) -> PlacementReading:
+def read_cluster(kubeconfig: str | None, context: str | None = None, page: int = PAGE) -> PlacementReading:
     cluster = Cluster(kubeconfig, context)
-    core, apps = cluster.core, cluster.apps
-    nodes = cluster.objects("Node", core.list_node)
-    maps = cluster.objects("ConfigMap", lambda: core.list_namespaced_config_map("kube-system"))
-    pods = cluster.objects("Pod", lambda: core.list_pod_for_all_namespaces(field_selector="spec.nodeName!="))
-    reading = PlacementReading(cluster.sources(nodes + maps), cluster.sources(pods), None)
-    optional: list[tuple[str, Callable[[], Any]]] = [
-        ("ReplicaSet", apps.list_replica_set_for_all_namespaces),
-        ("StatefulSet", apps.list_stateful_set_for_all_namespaces),
-        ("ReplicationController", core.list_replication_controller_for_all_namespaces),
-        ("Service", core.list_service_for_all_namespaces),
-        ("Namespace", core.list_namespace),
-        ("ResourceQuota", core.list_resource_quota_for_all_namespaces),
-        ("PriorityClass", cluster.scheduling.list_priority_class),
-        ("PodDisruptionBudget", cluster.policy.list_pod_disruption_budget_for_all_namespaces),
-    ]
-    for kind, read in optional:
-        try:
-            reading.existing += cluster.sources(cluster.objects(kind, read))
-        except ClusterError as exc:
-            reading.skipped.append(f"{kind}s not read ({exc})")
+    reading = PlacementReading([], [], None)
+    for name, into in (("nodes.json", reading.nodes), ("existing.json", reading.existing)):
+        for listing in READS[name]:
+            started = False
+            try:
+                for items in pages(cluster, listing, page):
+                    started = True
+                    into += cluster.sources([trim(item) for item in items if listing.keep(item)])
+            except ClusterError as exc:
+                if started:  # a list cut midway would leave a part of it: a fleet read half is no fleet
+                    raise ClusterError(f"listing {listing.kind}s was cut midway, read it again: {exc}") from None
+                if listing.required:
+                    raise
+                reading.skipped.append(f"{listing.kind}s not read ({exc})")
     try:
         reading.version = str(cluster.call(cluster.version_api.get_code).git_version)
     except ClusterError as exc:

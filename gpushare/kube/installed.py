@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.domain.profiles import INSTALLER_CHART, MIB_PER_UNIT, UNIT_128MIB, UNIT_GIB, UNIT_MIB, served_scheduler
+from gpushare.domain.products import INSTALLER_CHART, MIB_PER_UNIT, UNIT_128MIB, UNIT_GIB, UNIT_MIB, served_scheduler
 from gpushare.errors import listed
 from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo

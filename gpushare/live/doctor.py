@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
-from gpushare.domain import kinds, profiles
-from gpushare.kube.cluster import Cluster, ClusterError
+from gpushare.domain import kinds, products
+from gpushare.kube.cluster import PAGE, READS, Cluster, ClusterError, Listing, pages
 from gpushare.kube.documents import Source
-from gpushare.live.ledger import ASSUME_TIMEOUT, read_ledger
-from gpushare.live.snapshot import FILES, PAGE, Listing, pages
+from gpushare.kube.ledger import ASSUME_TIMEOUT, Grammar, read_ledger
 from gpushare.policy.engine import ClusterFacts, Subject, evaluate
 from gpushare.policy.rules import RULES
 from gpushare.policy.validate import Report
 
 #: The schedulerName values served unless told: ACK's managed scheduler and the open-source secondary one.
-SERVED = (profiles.DEFAULT_SCHEDULER_NAME, profiles.SECONDARY_SCHEDULER_NAME)
+SERVED = (products.DEFAULT_SCHEDULER_NAME, products.SECONDARY_SCHEDULER_NAME)
 _TARGETS = ("node", "gpu-pod", "gpu-node", "ledger")
 #: What a live doctor reads: the snapshot's Nodes, bound Pods, kube-system ConfigMaps and DaemonSets.
 LEDGER_KINDS = ("Node", "Pod", "ConfigMap", "DaemonSet")
@@ -25,7 +23,7 @@ LEDGER_KINDS = ("Node", "Pod", "ConfigMap", "DaemonSet")
 
 def _listings() -> list[Listing]:
     """The snapshot's list calls the ledger needs: its Nodes, bound pods, kube-system ConfigMaps and DaemonSets."""
-    found = [*FILES["nodes.json"], *FILES["existing.json"], *FILES["daemonsets.json"]]
+    found = [*READS["nodes.json"], *READS["existing.json"], *READS["daemonsets.json"]]
     return [listing for listing in found if listing.kind in LEDGER_KINDS]
 
 
@@ -58,17 +56,24 @@ def doctor(
     served: Sequence[str] = SERVED,
     assume_timeout: float = ASSUME_TIMEOUT,
     now_ns: int | None = None,
+    semantics: Grammar = "ack",
 ) -> Report:
-    """The ledger's findings: every GL rule on each GPU pod, GPU node and the ledger, and the Node rules."""
-    ledger = read_ledger(sources, served, now_ns if now_ns is not None else time.time_ns(), assume_timeout)
-    facts = ClusterFacts(kube_version=kube_version or snapshot_version(sources), extra={"ledger": ledger})
-    facts = replace(facts, nodes=[n.info for n in ledger.nodes.values()])
+    """The ledger's findings: every GL rule on each GPU pod, GPU node and the ledger, and the Node rules. `semantics`
+    says whose reading of a bound pod's annotations counts (`gpushare.kube.ledger`): ACK's scheduler's, or the
+    open-source extender's, as `place --semantics` charges them."""
+    now = now_ns if now_ns is not None else time.time_ns()
+    ledger = read_ledger(sources, served, now, assume_timeout, semantics)
+    facts = ClusterFacts(
+        kube_version=kube_version or snapshot_version(sources),
+        ledger=ledger,
+        nodes=[n.info for n in ledger.nodes.values()],
+    )
     subjects = [Subject("node", f"Node/{n.info.name}", n.info.source, n.info) for n in ledger.nodes.values()]
     subjects += [Subject("gpu-node", f"Node/{n.info.name}", n.info.source, n) for n in ledger.nodes.values()]
     subjects += [Subject("gpu-pod", f"Pod/{p.key}", p.workload.source, p) for p in ledger.pods]
     subjects.append(Subject("ledger", "cluster", None, ledger))
     findings = evaluate(subjects, facts, [r for r in RULES if r.target in _TARGETS])
     read = sum(1 for s in sources if s.kind in LEDGER_KINDS)
-    known = {listing.kind for listings in FILES.values() for listing in listings} | {kinds.SNAPSHOT}
+    known = {listing.kind for listings in READS.values() for listing in listings} | {kinds.SNAPSHOT}
     ignored = [f"{s.where}: {s.kind or '(no kind)'}" for s in sources if s.kind not in known]
     return Report(findings, read, ignored)

@@ -20,84 +20,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpushare import collector
-from gpushare.domain import kinds, labels
-from gpushare.kube.cluster import Cluster, ClusterError, translated
-from gpushare.kube.documents import Source
+from gpushare.domain import kinds
+from gpushare.kube.cluster import PAGE, READS, Cluster, ClusterError, Listing, pages
 from gpushare.kube.shapes import trim
-from gpushare.live.ledger import scheduler_configs
 from gpushare.output import Plan, Staged, plan, staged_tree
-
-#: Items asked for in one list call: kubectl's own page size.
-PAGE = 500
-#: Pods that ended hold nothing and wait for nothing.
-_FINISHED = ("Succeeded", "Failed")
-
-
-@dataclass(frozen=True)
-class Listing:
-    """One list call: the kind of its items, their apiVersion, the client method and its fixed arguments, and
-    whether the snapshot is useless without it (else it is noted as not read)."""
-
-    kind: str
-    api_version: str
-    method: str
-    api: str = "core"
-    args: tuple[tuple[str, Any], ...] = ()
-    required: bool = False
-    keep: Callable[[dict[str, Any]], bool] = lambda _: True
-
-
-def _kept_map(obj: dict[str, Any]) -> bool:
-    """kube-system's ConfigMaps that matter: the GPUs marked unhealthy, and scheduler configurations (doctor)."""
-    if str((obj.get("metadata") or {}).get("name", "")).startswith(labels.UNHEALTHY_CONFIGMAP_PREFIX):
-        return True
-    return bool(scheduler_configs(Source(obj, "")))
-
-
-def _bound(pod: dict[str, Any]) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName"))
-
-
-def _waiting(pod: dict[str, Any]) -> bool:
-    return not _bound(pod) and (pod.get("status") or {}).get("phase") not in _FINISHED
-
-
-#: Each file and the list calls that fill it, in the order they are made.
-FILES: dict[str, tuple[Listing, ...]] = {
-    "nodes.json": (Listing("Node", "v1", "list_node", required=True),),
-    "existing.json": (
-        Listing(
-            "Pod", "v1", "list_pod_for_all_namespaces", args=(("field_selector", "spec.nodeName!="),), required=True
-        ),
-        Listing(
-            "ConfigMap",
-            "v1",
-            "list_namespaced_config_map",
-            args=(("namespace", "kube-system"),),
-            keep=_kept_map,
-        ),
-        Listing("ReplicaSet", "apps/v1", "list_replica_set_for_all_namespaces", api="apps"),
-        Listing("StatefulSet", "apps/v1", "list_stateful_set_for_all_namespaces", api="apps"),
-        Listing("ReplicationController", "v1", "list_replication_controller_for_all_namespaces"),
-        Listing("Service", "v1", "list_service_for_all_namespaces"),
-        Listing("Namespace", "v1", "list_namespace"),
-        Listing("ResourceQuota", "v1", "list_resource_quota_for_all_namespaces"),
-        Listing("PriorityClass", "scheduling.k8s.io/v1", "list_priority_class", api="scheduling"),
-        Listing("PodDisruptionBudget", "policy/v1", "list_pod_disruption_budget_for_all_namespaces", api="policy"),
-    ),
-    "pending.json": (
-        Listing(
-            "Pod", "v1", "list_pod_for_all_namespaces", args=(("field_selector", "spec.nodeName="),), keep=_waiting
-        ),
-    ),
-    "daemonsets.json": (Listing("DaemonSet", "apps/v1", "list_daemon_set_for_all_namespaces", api="apps"),),
-}
 
 _HEAD = b'{\n    "apiVersion": "v1",\n    "items": ['
 _TAIL = b'\n    ],\n    "kind": "List",\n    "metadata": {\n        "resourceVersion": ""\n    }\n}\n'
@@ -120,28 +52,6 @@ class Snapshot:
     plan: Plan | None = None
 
 
-def pages(cluster: Cluster, listing: Listing, page: int) -> Iterator[list[dict[str, Any]]]:
-    """The items of one list call, a page at a time (`limit`/`continue`), each with its kind and apiVersion."""
-    api = getattr(cluster, listing.api)
-    method = getattr(api, listing.method)
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = dict(listing.args)
-        kwargs["limit"] = page
-        if token:
-            kwargs["_continue"] = token
-        with translated():
-            response = method(**kwargs, _preload_content=False)
-            body = json.loads(response.data)
-        items = body.get("items") or []
-        for item in items:
-            item["kind"], item["apiVersion"] = listing.kind, listing.api_version
-        yield items
-        token = (body.get("metadata") or {}).get("continue") or None
-        if not token:
-            return
-
-
 def take(
     kubeconfig: str | None,
     output: str | Path,
@@ -159,7 +69,7 @@ def take(
     version = _version(cluster, expect_minor)
     taken = Snapshot(Path(output), version)
     with staged_tree(output, force) as staged:
-        for name, listings in FILES.items():
+        for name, listings in READS.items():
             taken.counts[name] = _write_list(staged, name, listings, cluster, page, taken.skipped, tick)
         manifest = {
             "apiVersion": kinds.API_VERSION,

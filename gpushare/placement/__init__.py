@@ -1,34 +1,94 @@
-"""Dry-run placement: where would these pods land, what stays pending, and why.
+"""Dry-run placement as a library: where would these pods land, what stays pending, and why.
 
-The steps read like kube-scheduler's: filter, score, select, bind (`plugins`), run by a reference engine
-of plain loops and a fast one with indexes (`reference`, `engine`), over a model (`model`) built from
-Kubernetes documents (`inputs`); `run` ties them together, `report` and `plot` present the result, and `command`
-is `gpushare place` and `inspect`.
+The steps read like kube-scheduler's: filter, score, select, bind (one module per plugin under `plugins`, a profile
+per semantics in `pluginsets`), run by a reference engine of plain loops and a fast one with indexes (`reference`,
+`fast`) through one scheduling queue (`queue`, `preemption`), over a model (`model`) built from Kubernetes documents
+(`inputs`). Everything outside this package asks through the names below, and a `Simulation` above all: `place`,
+`inspect`, the planner's answers and `doctor` alike, so that no answer can drift from what `place` does.
 """
 
 from gpushare import helptext
 from gpushare.domain.kubescheduler import ScoringProfile
-from gpushare.domain.scoringprofiles import scoring_profile
-from gpushare.placement import engine as _engine
-from gpushare.placement.model import Semantics
-from gpushare.placement.result import Assignment, Invalid, NotServed, Pending, PlacementResult
-from gpushare.placement.run import place, place_files
+from gpushare.domain.minors import scoring_profile
+from gpushare.placement.fast import engine as _engine
+from gpushare.placement.framework import GROUPED, LOCAL, SPREAD, USAGE, Plugin, Rejection
+from gpushare.placement.inputs import MAX_PODS
+from gpushare.placement.model import Gpu, Node, Pod, Semantics, SemanticsName
+from gpushare.placement.plot import MAX_NODES, RUNNING, UNHEALTHY, draw_gpu, frame_grid, plot_target, write_plot
+from gpushare.placement.pluginsets import Profile, profile
+from gpushare.placement.report import (
+    inspect_text,
+    pending_dict,
+    preempted_dict,
+    summary,
+    to_dict,
+    to_text,
+    write,
+    write_comparison,
+)
+from gpushare.placement.result import Assignment, Invalid, NotServed, Pending, PlacementResult, Preempted
+from gpushare.placement.simulation import EngineName, Fit, Mark, Simulation, Status, place, place_files
 
-helptext.restore(Assignment, Invalid, NotServed, Pending, PlacementResult, ScoringProfile, Semantics)
+helptext.restore(
+    Assignment,
+    Fit,
+    Invalid,
+    NotServed,
+    Pending,
+    PlacementResult,
+    Preempted,
+    ScoringProfile,
+    Semantics,
+    Status,
+)
 
 __all__ = [
+    "GROUPED",
+    "LOCAL",
+    "MAX_NODES",
+    "MAX_PODS",
+    "RUNNING",
+    "SPREAD",
+    "UNHEALTHY",
+    "USAGE",
     "Assignment",
+    "EngineName",
+    "Fit",
+    "Gpu",
     "Invalid",
+    "Mark",
+    "Node",
     "NotServed",
     "Pending",
     "PlacementResult",
+    "Plugin",
+    "Pod",
+    "Preempted",
+    "Profile",
+    "Rejection",
     "ScoringProfile",
     "Semantics",
+    "SemanticsName",
+    "Simulation",
+    "Status",
     "compiled",
+    "draw_gpu",
     "engine_build",
+    "frame_grid",
+    "inspect_text",
+    "pending_dict",
     "place",
     "place_files",
+    "plot_target",
+    "preempted_dict",
+    "profile",
     "scoring_profile",
+    "summary",
+    "to_dict",
+    "to_text",
+    "write",
+    "write_comparison",
+    "write_plot",
 ]
 
 

@@ -1,8 +1,9 @@
-"""The scheduling framework, as kube-scheduler runs it for one pod: PreFilter, Filter, Score, select.
+"""The scheduling framework, as kube-scheduler runs it for one pod: PreFilter, Filter, Score, select, PostFilter.
 
 A plugin (`Plugin`) answers a filter with the reasons a node does not fit (none: it fits) and a score with each
-feasible node's normalised score; its module under `gpushare.placement.plugins` holds everything it does. A
-profile (`gpushare.placement.profiles`) lists which plugins run, in which order and with which weights; the
+feasible node's normalised score; its module under `gpushare.placement.plugins` holds everything it does, including
+what the fast path's indexes read of it (its hooks, below: a plugin that declares none is run node by node). A
+profile (`gpushare.placement.pluginsets`) lists which plugins run, in which order and with which weights; the
 functions here run them: the first failing filter rejects a node, so a pending pod's message reads like the
 scheduler's (schedule_one.go findNodesThatFitPod), and the weighted scores are summed and the highest total wins
 (prioritizeNodes, selectHost). Both engines call these, so they cannot disagree on what fits or which node wins.
@@ -15,7 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.domain.kubescheduler import MAX_NODE_SCORE
+from gpushare.kube.podspec import SpreadConstraint
 from gpushare.placement.model import Node, Pod
+
+#: `Plugin.score_hook` values: how the score index holds a plugin's score.
+LOCAL = "local"
+USAGE = "usage"
+GROUPED = "grouped"
+#: PodTopologySpread's: matching pods counted per node and domain (the index's `Spread`, through the plugin's
+#: `spread_*` methods).
+SPREAD = "spread"
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,79 @@ class Plugin:
         one (NodeUnschedulable, TaintToleration, NodeAffinity); one that reads what is in use is not, unless it says
         otherwise."""
         return self.static
+
+    #: Reasons of this filter whose status is UnschedulableAndUnresolvable whatever the node (counted per reason
+    #: where the fast path knows no node's rejection one by one).
+    unresolvable_reasons: frozenset[str] = frozenset()
+    #: Reasons of this filter a bind elsewhere may lift (the scheduling queue retries such a pod: `hint`).
+    liftable: frozenset[str] = frozenset()
+
+    def hint(self, waiting: Pod, reasons: set[str], bound: Pod) -> bool:
+        """The queueing hint: whether `bound` having been bound may let this filter pass for `waiting`, which it
+        rejected for `reasons`."""
+        return False
+
+    # --- what the fast path's indexes read of the plugin (`gpushare.placement.fast`) --------------------------------
+    # The indexes find the node the plugins would choose without asking every node. They know a plugin only by these
+    # hooks: a filter whose `indexed` says no, or a score plugin whose `score_hook` is None, is run node by node by
+    # the fast engine too (then `--explain` names it), so a new plugin is right before it is fast.
+
+    def indexed(self, pod: Pod) -> bool:
+        """A filter that reads what is in use (a dynamic one): the score index stands in for it for `pod` (it cannot
+        reject a node for this pod, or the index holds what it checks)."""
+        return False
+
+    def score_hook(self) -> str | None:
+        """How the score index holds this plugin's score: `LOCAL`, `USAGE`, `GROUPED`, `SPREAD`; None: it does not."""
+        return None
+
+    def scores_alike(self, pods: Sequence[Pod], nodes: Sequence[Node]) -> bool:
+        """The plugin gives every node the same score for each of `pods` on these nodes (the index leaves it out)."""
+        return False
+
+    def prepare(self, nodes: Sequence[Node]) -> object:
+        """What the fleet tells the plugin once, for `pod_key` (the images some node holds...)."""
+        return None
+
+    def pod_key(self, pod: Pod, prepared: object) -> object:
+        """What of the pod this plugin's score reads: pods with equal keys score alike on every node, and share the
+        index's groups."""
+        return None
+
+    def node_score(self, node: Node, pod: Pod) -> int:
+        """`LOCAL` and `USAGE`: the node's score, needing no normalisation over the feasible nodes (`LOCAL`: from
+        what no bind changes; `USAGE`: read again after each bind to the node)."""
+        return 0
+
+    def raw_score(self, node: Node, pod: Pod) -> int:
+        """`GROUPED`: the node's raw score from its labels, taints and spec; `normalize` scales the feasible nodes'."""
+        return 0
+
+    def normalize(self, raws: list[int]) -> list[int]:
+        return raws
+
+    # `SPREAD`: the soft constraints' counts, kept by the index per selector (`fast.scoreindex.Spread`)
+
+    def spread_included(self, node: Node, pod: Pod, constraint: SpreadConstraint) -> bool:
+        """Whether the node's pods count towards the constraint's domains (the node inclusion policies)."""
+        return True
+
+    def spread_weights(self, keys: Sequence[str], hosts: int, domains: Sequence[int]) -> list[float]:
+        """Each constraint's weight, from the feasible hosts and the domains among them."""
+        return [1.0] * len(keys)
+
+    def spread_raw(
+        self,
+        constraints: Sequence[SpreadConstraint],
+        values: Sequence[str | None],
+        counts: Sequence[int],
+        weights: Sequence[float],
+    ) -> int:
+        """A node's raw score from its topology values and the matching pods counted in its domains."""
+        return 0
+
+    def spread_normalize(self, raw: list[int], ignored: list[bool]) -> list[int]:
+        return raw
 
 
 def default_normalize(scores: list[int], reverse: bool) -> list[int]:
@@ -142,3 +225,32 @@ def choose(
     if len(feasible) == 1:
         return feasible[0], 1
     return select(feasible, prioritize(scores, pod, feasible, all_nodes), pick)
+
+
+# --- PostFilter ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    node: Node
+    victims: tuple[Pod, ...]  # in the order they were found: budget violators first, each group most important first
+    violations: int  # victims whose deletion goes past a PodDisruptionBudget
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What PostFilter did for a pod that fits no node."""
+
+    chosen: Candidate | None
+    tied: int  # candidates the choice could not tell apart (kube-scheduler picks among them at random)
+    #: The status message (what the FitError's text gets), "" if none; its code was an error (`error`), which 1.24
+    #: does not write into the pod's message.
+    message: str
+    error: bool = False
+    #: kube-scheduler clears the pod's nominatedNodeName (a FitError with no candidate); else it leaves it.
+    clears_nomination: bool = False
+    #: Each node's answer for `--explain`: its victims, or why it has none.
+    by_node: tuple[tuple[str, str], ...] = ()
+    #: kube-scheduler 1.20-1.21 panics choosing among candidates one of which has no victim (pickOneNodeForPreemption
+    #: reads the first victim of each candidate tied on budget violations): it exits, and again on every restart.
+    panics: bool = False

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpushare import collector
-from gpushare.domain import labels, profiles
+from gpushare.domain import labels, products
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import Placement
-from gpushare.domain.profiles import MIB_PER_UNIT
+from gpushare.domain.products import MIB_PER_UNIT
 from gpushare.errors import InputError, counted
-from gpushare.kube import podspec, workloads
+from gpushare.kube import ledger, podspec, workloads
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo, read_node
@@ -32,9 +32,8 @@ from gpushare.placement import priorities
 from gpushare.placement.admission import Quota, read_quotas
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
 from gpushare.placement.plugins import nodepreferavoidpods, nodeunschedulable
-from gpushare.placement.plugins.gpushare import go_atoi
 from gpushare.placement.plugins.podtopologyspread import TEMPLATE_HASH, Owners, soft_constraints
-from gpushare.placement.profiles import Profile, profile
+from gpushare.placement.pluginsets import Profile, profile
 
 
 def invalid_reason(view: Workload, plugins: Profile) -> str | None:
@@ -81,7 +80,7 @@ def to_pod(
         spread, spread_own = soft_constraints(
             read.soft_spread, read.spreads, view.namespace, own_labels, controller, owners, scheduler
         )
-    indices, annotated = _ledger(view.annotations, plugins, unit_ratio)
+    held = _ledger(view.annotations, plugins, unit_ratio)
     requests, nz_cpu, nz_memory = view.pod.as_scheduled(scheduler.counts_sidecars)
     priority = priorities.admitted(spec, classes or priorities.SYSTEM, running=owners is None)
     return Pod(
@@ -99,7 +98,7 @@ def to_pod(
         affinity=read.affinity,
         tolerations=read.tolerations,
         node=spec.get("nodeName") or None,
-        gpu_indices=indices,
+        gpu_held=held,
         source=view.source.where,
         template=template,
         labels=tuple(sorted(own_labels.items())),
@@ -115,11 +114,10 @@ def to_pod(
         hard_spread=read.hard_spread,
         pod_affinity=read.pod_affinity,
         ns_labels=tuple(sorted(namespace_labels(view.namespace, namespaces or {}, scheduler).items())),
-        scheduler_name=str(spec.get("schedulerName") or profiles.DEFAULT_SCHEDULER_NAME),
+        scheduler_name=str(spec.get("schedulerName") or products.DEFAULT_SCHEDULER_NAME),
         owner=(controller[1], controller[3]) if controller and controller[1] in nodepreferavoidpods.KINDS else None,
         host_ports=read.host_ports,
         priority=priority.value,
-        gpu_mem_annotated=annotated,
         preempts=priority.preempts,
         started=str(mapping(view.source.obj.get("status")).get("startTime") or ""),
     )
@@ -127,11 +125,11 @@ def to_pod(
 
 def _ledger(
     annotations: Mapping[str, Any], plugins: Profile, unit_ratio: tuple[int, int]
-) -> tuple[tuple[int, ...] | None, int | None]:
-    """What the extender wrote on a bound pod: the GPU indices it chose, and the GPU memory it charged."""
-    indices = plugins.gpus.indices(annotations.get(labels.ANN_IDX))
-    annotated = annotations.get(labels.ANN_POD_MEM)
-    return indices, None if annotated is None else _rescale(max(0, go_atoi(annotated) or 0), unit_ratio)
+) -> tuple[tuple[int, int], ...] | None:
+    """What the scheduler wrote on a bound pod, as the profile's scheduler reads it back (`kube.ledger.held`): the
+    GPUs it chose and the units on each, in the model's unit."""
+    found = ledger.held(annotations, plugins.gpus.grammar)
+    return None if found is None else tuple((index, _rescale(units, unit_ratio)) for index, units in found)
 
 
 #: Templates `_Alike` keeps per namespace, and the lookups after which a hit rate below one in four stops it.
@@ -168,13 +166,11 @@ class _Alike:
                 self.hits += 1
                 if i:
                     kept.insert(0, kept.pop(i))
-                indices, annotated = _ledger(mapping(meta.get("annotations")), self.plugins, self.ratio)
                 return with_changes(
                     pod,
                     name=str(meta.get("name") or "unnamed"),
                     node=node or None,
-                    gpu_indices=indices,
-                    gpu_mem_annotated=annotated,
+                    gpu_held=_ledger(mapping(meta.get("annotations")), self.plugins, self.ratio),
                     source=src.where,
                     started=str(mapping(src.obj.get("status")).get("startTime") or ""),
                 )
@@ -299,6 +295,9 @@ class Inventory:
     quotas: list[Quota] = field(default_factory=list)  # ResourceQuota objects, which admit the new pods
     budgets: list[priorities.DisruptionBudget] = field(default_factory=list)  # what preemption weighs
     notes: list[str] = field(default_factory=list)  # what the inputs leave the run to assume
+    #: The pods of the workloads read last but held out of the queue (`build`'s `held`): templates whose replicas a
+    #: planner adds, read as the pending ones were (their controllers count for spreading).
+    held: list[Pod] = field(default_factory=list)
 
 
 def _unhealthy(sources: Iterable[Source]) -> dict[str, set[int]]:
@@ -337,14 +336,16 @@ def build(
     semantics: Semantics,
     input_unit: str | None = None,
     consume: bool = False,
+    held: int = 0,
 ) -> Inventory:
     """The model of the fleet; existing pods are charged to their nodes, DaemonSets expanded per eligible node.
     With `consume`, the workload list is emptied as its objects are modelled, so a fleet's documents and its
-    model are not both held whole (the caller's last use of them). The model is made with the cyclic collector
-    paused (`collector`): it holds no cycles, and the collector would otherwise walk it again and again as it grows
-    (a tenth of a headroom answer at 100,000 running pods, called from Python)."""
+    model are not both held whole (the caller's last use of them); the last `held` workloads are modelled but not
+    queued (`Inventory.held`). The model is made with the cyclic collector paused (`collector`): it holds no
+    cycles, and the collector would otherwise walk it again and again as it grows (a tenth of a headroom answer at
+    100,000 running pods, called from Python)."""
     with collector.paused():
-        return _build(node_docs, existing_docs, workload_docs, semantics, input_unit, consume)
+        return _build(node_docs, existing_docs, workload_docs, semantics, input_unit, consume, held)
 
 
 def _build(
@@ -354,6 +355,7 @@ def _build(
     semantics: Semantics,
     input_unit: str | None,
     consume: bool,
+    held: int = 0,
 ) -> Inventory:
     ratio = unit_ratio(input_unit or semantics.gpu_memory_unit, semantics)
     plugins = profile(semantics)
@@ -396,7 +398,9 @@ def _build(
     unknown: Counter[str] = Counter()
     suffixed: list[tuple[str, Any, int]] = []  # the first of each workload
     new: list[Pod] = []
+    kept: list[Pod] = []
     ignored = 0
+    first_held = len(workload_docs) - held
     for template, src in enumerate(_taken(workload_docs, consume), start=1):
         view = read_workload(src)
         if view is None:
@@ -411,7 +415,8 @@ def _build(
         note = priorities.admitted(view.spec, classes, running=False).note
         if note:
             unknown[note] += 1
-        new.extend(_pods(view, nodes, plugins, ratio, owners, namespaces, template, classes))
+        pods = _pods(view, nodes, plugins, ratio, owners, namespaces, template, classes)
+        (kept if template > first_held else new).extend(pods)
         suffixed += view.pod.suffixed[:1]
     notes = [
         f"{note} (named by {count} workloads): their pods are taken to have priority 0; give the PriorityClass "
@@ -425,7 +430,7 @@ def _build(
             f"{counted(len(suffixed), 'workload')} {writes} {labels.GPU_MEM} with a byte suffix, as {value!r}: the "
             f"value counts units, not bytes ({value!r} asks {amount:,} units) [{workloads.SUFFIXED}]"
         )
-    return Inventory(nodes, existing, new, ignored, quotas, budgets, notes)
+    return Inventory(nodes, existing, new, ignored, quotas, budgets, notes, kept)
 
 
 def _taken(docs: list[Source], consume: bool) -> Iterator[Source]:
@@ -493,16 +498,20 @@ def _pods(
         yield from _daemon_pods(pod, nodes, plugins)
     elif view.replicas is None or pod.invalid:  # a controller that is invalid as a whole
         yield pod
-    elif view.kind == "StatefulSet":  # each pod names itself in a label
-        for i in range(view.replicas):
-            labels_i = tuple(sorted({**dict(pod.labels), STATEFULSET_POD_NAME: f"{view.name}-{i}"}.items()))
-            yield with_changes(pod, name=f"{view.name}-{i}", labels=labels_i)
     else:
         for i in range(view.replicas):
-            yield with_changes(pod, name=f"{view.name}-{i}")
+            yield replica(pod, f"{view.name}-{i}", view.kind)
 
 
 STATEFULSET_POD_NAME = "statefulset.kubernetes.io/pod-name"
+
+
+def replica(pod: Pod, name: str, kind: str) -> Pod:
+    """Another replica of a controller's pod, named (and, a StatefulSet's, labelled: each names itself in a label)
+    as its controller makes it."""
+    if kind != "StatefulSet":
+        return with_changes(pod, name=name)
+    return with_changes(pod, name=name, labels=tuple(sorted({**dict(pod.labels), STATEFULSET_POD_NAME: name}.items())))
 
 
 _DAEMON_TOLERATIONS = (Toleration(nodeunschedulable.TAINT.key, "Exists", None, "NoSchedule"),)

@@ -1,8 +1,9 @@
 """The dry-run's view of a cluster: nodes with their GPUs, and pods with what they ask for.
 
-Built once from plain Kubernetes objects (`gpushare.placement.inputs`); the engines change only what a node holds,
-through `Node.add_pod` (kube-scheduler's NodeInfo.AddPod). The pod spec's own types (tolerations, requirements,
-spread constraints, pod affinity) are the reader's, `gpushare.kube.podspec`.
+Built once from plain Kubernetes objects (`gpushare.placement.inputs`); the engines and the simulation
+(`gpushare.placement.simulation`) change only what a node holds, through `Node.add_pod` and `Node.remove_pod`
+(kube-scheduler's NodeInfo.AddPod and RemovePod), which a journal may record for an undo. The pod spec's own
+types (tolerations, requirements, spread constraints, pod affinity) are the reader's, `gpushare.kube.podspec`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from gpushare.domain import cgpu, profiles
+from gpushare.domain import cgpu, products
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import Placement
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.domain.versions import MINORS
 from gpushare.kube.podspec import HostPort, PodAffinity, Requirement, SpreadConstraint, Taint, Toleration
 
@@ -26,7 +27,7 @@ class Semantics:
 
     name: SemanticsName = "ack"
     placement: Placement = "binpack"  # default node choice, and GPU choice where no node label says otherwise
-    gpu_memory_unit: str = profiles.UNIT_1GIB
+    gpu_memory_unit: str = products.UNIT_1GIB
     cgpu_max_pods_per_gpu: int = cgpu.MAX_PODS_PER_GPU
     #: The kube-scheduler modelled: its minor and configuration API (upstream's node scoring, the filters' words).
     scheduler: ScoringProfile = field(default_factory=lambda: scoring_profile(MINORS[-1]))
@@ -40,12 +41,15 @@ class Semantics:
 
     @property
     def served_scheduler(self) -> str:
-        profile = profiles.ACK if self.name == "ack" else profiles.OPEN_SOURCE
-        return self.scheduler_name or profiles.served_scheduler(profiles.PROFILES[profile].default_scheduler_mode)
+        profile = products.ACK if self.name == "ack" else products.OPEN_SOURCE
+        return self.scheduler_name or products.served_scheduler(products.PROFILES[profile].default_scheduler_mode)
 
 
 @dataclass
 class Gpu:
+    """One GPU of a node as the extender counts it: its memory in units (the node's divided evenly over its
+    `gpu-count`), what its pods hold, its compute in percent (compute-allocation nodes), and its health."""
+
     index: int
     total: int  # memory units
     healthy: bool = True
@@ -66,6 +70,10 @@ class Gpu:
 
 @dataclass
 class Node:
+    """A node as kube-scheduler's cache and the extender see it: what it can allocate and what its pods use, its
+    GPUs, labels and taints. Changed only by `add_pod` and `remove_pod` (through a `Simulation` outside the
+    engines)."""
+
     name: str
     labels: dict[str, str]
     taints: tuple[Taint, ...]
@@ -112,6 +120,8 @@ class Node:
     #: PodTopologySpread's count of bound pods a selector matches, by its number for the selector and namespace:
     #: (changes, count).
     matching: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: Where each pod added or removed is recorded, for an undo (`Simulation.mark`); None: nothing records.
+    journal: list[Entry] | None = field(default=None, repr=False, compare=False)
 
     @property
     def gpu_total(self) -> int:
@@ -146,13 +156,16 @@ class Node:
                 self.compute_pods += 1
             else:
                 self.mem_only_pods += 1
-        for gpu in gpus:
-            gpu.used += pod.per_gpu
+        shares = pod.per_device
+        for i, gpu in enumerate(gpus):
+            gpu.used += pod.per_gpu if shares is None else shares[i]
             gpu.core_used += pod.core
             gpu.pods += 1
         if gpus:
             self.devices[id(pod)] = gpus
         self.refresh_room()
+        if self.journal is not None:
+            self.journal.append((self, pod, gpus, True))
 
     def remove_pod(self, pod: Pod) -> None:
         """A bound pod deleted (preempted): `add_pod` undone (NodeInfo.RemovePod), its devices given back."""
@@ -173,11 +186,15 @@ class Node:
                 self.compute_pods -= 1
             else:
                 self.mem_only_pods -= 1
-        for gpu in self.devices.pop(id(pod), []):
-            gpu.used -= pod.per_gpu
+        gpus = self.devices.pop(id(pod), [])
+        shares = pod.per_device
+        for i, gpu in enumerate(gpus):
+            gpu.used -= pod.per_gpu if shares is None else shares[i]
             gpu.core_used -= pod.core
             gpu.pods -= 1
         self.refresh_room()
+        if self.journal is not None:
+            self.journal.append((self, pod, gpus, False))
 
     def refresh_room(self) -> None:
         most = 0
@@ -211,7 +228,9 @@ class Pod:
     affinity: tuple[tuple[Requirement, ...], ...]  # OR of ANDs; empty = no constraint
     tolerations: tuple[Toleration, ...]
     node: str | None
-    gpu_indices: tuple[int, ...] | None  # from the extender's annotation on a bound pod
+    #: A bound pod's GPUs and the units it holds on each, as the scheduler's annotations say (`kube.ledger.held`,
+    #: in the model's unit); None: they name no GPU.
+    gpu_held: tuple[tuple[int, int], ...] | None
     invalid: str | None
     source: str
     labels: tuple[tuple[str, str], ...]
@@ -236,9 +255,8 @@ class Pod:
     scheduler_name: str
     host_ports: tuple[HostPort, ...]  # NodePorts: the ports its containers bind on the node
     priority: int  # spec.priority (0 when unset), for the scheduling queue and preemption
-    #: A bound pod's ALIYUN_COM_GPU_MEM_POD annotation, in the model's unit (None: not annotated): what the
-    #: open-source extender charges its device, whatever the pod's limits say.
-    gpu_mem_annotated: int | None
+    #: A charged running pod holding unequal units on its GPUs (in `add_pod`'s order): those, not `per_gpu` each.
+    per_device: tuple[int, ...] | None
     #: spec.preemptionPolicy is not Never: the pod may preempt lower-priority pods (DefaultPreemption).
     preempts: bool
     #: status.startTime of a running pod, RFC 3339 ("" when unknown: kube-scheduler then takes the time of asking,
@@ -264,7 +282,7 @@ class Pod:
         affinity: tuple[tuple[Requirement, ...], ...] = (),
         tolerations: tuple[Toleration, ...] = (),
         node: str | None = None,
-        gpu_indices: tuple[int, ...] | None = None,
+        gpu_held: tuple[tuple[int, int], ...] | None = None,
         invalid: str | None = None,
         source: str = "",
         labels: tuple[tuple[str, str], ...] = (),
@@ -279,10 +297,10 @@ class Pod:
         pod_affinity: PodAffinity | None = None,
         ns_labels: tuple[tuple[str, str], ...] = (),
         template: int = 0,
-        scheduler_name: str = profiles.DEFAULT_SCHEDULER_NAME,
+        scheduler_name: str = products.DEFAULT_SCHEDULER_NAME,
         host_ports: tuple[HostPort, ...] = (),
         priority: int = 0,
-        gpu_mem_annotated: int | None = None,
+        per_device: tuple[int, ...] | None = None,
         preempts: bool = True,
         started: str = "",
     ) -> None:
@@ -300,7 +318,7 @@ class Pod:
         self.affinity = affinity
         self.tolerations = tolerations
         self.node = node
-        self.gpu_indices = gpu_indices
+        self.gpu_held = gpu_held
         self.invalid = invalid
         self.source = source
         self.labels = labels
@@ -318,7 +336,7 @@ class Pod:
         self.scheduler_name = scheduler_name
         self.host_ports = host_ports
         self.priority = priority
-        self.gpu_mem_annotated = gpu_mem_annotated
+        self.per_device = per_device
         self.preempts = preempts
         self.started = started
         self._maps = {}
@@ -350,10 +368,15 @@ class Pod:
         return self.gpu_mem > 0
 
     @property
+    def gpu_kind(self) -> str:
+        """What the pod asks of GPUs: none, memory only, or memory and compute (ACK's node modes keep the two
+        apart; the fast engine classes nodes by it)."""
+        return "none" if not self.wants_gpu else ("compute" if self.core else "mem")
+
+    @property
     def static_signature(self) -> tuple[Any, ...]:
         """What decides which nodes are eligible before usage counts: pods alike here share one node class."""
-        kind = "none" if not self.wants_gpu else ("compute" if self.core else "mem")
-        return (self.node_selector, self.affinity, self.tolerations, kind)
+        return (self.node_selector, self.affinity, self.tolerations, self.gpu_kind)
 
     @property
     def fit_key(self) -> tuple[Any, ...]:
@@ -374,6 +397,11 @@ class Pod:
             self.node_core,
             self.other,
         )
+
+
+#: A journal's entry: a pod added to (True) or removed from (False) a node, with the GPUs it held there; a node
+#: added to a simulation is (node, None, [], True).
+Entry = tuple[Node, Pod | None, list[Gpu], bool]
 
 
 def with_changes(pod: Pod, **changes: Any) -> Pod:

@@ -3,34 +3,22 @@ run placed."""
 
 from __future__ import annotations
 
-import importlib.util
-import io
 from pathlib import Path
 from typing import Any
 
 from gpushare import output
-from gpushare.errors import InputError, MissingDependency
 from gpushare.placement.result import PlacementResult
 
 #: Cell colours: memory held by pods that were running before, memory this run placed, free, an unhealthy GPU.
 RUNNING, NEW, FREE, UNHEALTHY = "#4a5568", "#ed8936", "#f7fafc", "#bbbbbb"
-
-
 #: The flag the picture's path comes from, named in messages about it.
 FLAG = "--plot"
-_NO_MATPLOTLIB = MissingDependency(FLAG, "matplotlib", "pip install 'gpushare[plot]'")
 
 
 def plot_target(path: str | Path) -> Path:
-    """The picture's path, refused before any work when gpushare cannot or may not write it: not a .png or .svg
-    name, or a file there that gpushare did not write (or that was changed since; `place` has no --force)."""
-    path = Path(path)
-    if path.suffix.lower() not in (".png", ".svg"):
-        raise InputError(FLAG, str(path), "a .png or .svg file name")
-    if importlib.util.find_spec("matplotlib") is None:
-        raise _NO_MATPLOTLIB
-    output.plan(path, tree=False, field=FLAG, force_flag=None)
-    return path
+    """The picture's path, refused before any work when gpushare cannot or may not write it (`output.picture_target`):
+    `place` and `capacity` check it before they read anything."""
+    return output.picture_target(path, FLAG)
 
 
 #: GPU nodes one picture draws: a larger fleet shows its first ones.
@@ -41,7 +29,7 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = MAX_N
     """PNG or SVG by the file's suffix, written atomically and sealed as gpushare's (`gpushare.output`). Unhealthy
     GPUs are hatched grey; fleets over `max_nodes` show the first ones."""
     path = plot_target(path)
-    plt, Patch, Rectangle = pyplot()
+    plt, Patch, Rectangle = output.pyplot(FLAG)
     nodes = [n for n in result.nodes if n.gpus][:max_nodes]
     width = max((len(n.gpus) for n in nodes), default=1)
     height = max(len(nodes), 1)
@@ -53,7 +41,7 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = MAX_N
     for row, node in enumerate(nodes):
         for gpu in node.gpus:
             x, y = gpu.index, row
-            cell(axes, Rectangle, x, y, gpu.healthy)
+            draw_gpu(axes, Rectangle, x, y, gpu.healthy)
             if gpu.healthy and gpu.total:
                 new = min(placed.get((node.name, gpu.index), 0), gpu.used)
                 running = min(gpu.used - new, gpu.total)
@@ -80,24 +68,10 @@ def write_plot(result: PlacementResult, path: str | Path, max_nodes: int = MAX_N
         f"{len(result.placements)} placed, {len(result.pending)} pending",
         fontsize=9,
     )
-    return save(plt, figure, path)
+    return output.save_picture(plt, figure, path, FLAG)
 
 
-def pyplot() -> tuple[Any, Any, Any]:
-    """matplotlib's pyplot, Patch and Rectangle, drawing to files only; its absence said in one line."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable, selectable
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Patch, Rectangle
-    except ImportError:
-        raise _NO_MATPLOTLIB from None
-    return plt, Patch, Rectangle
-
-
-def cell(axes: Any, rectangle: Any, x: int, y: int, healthy: bool) -> None:
+def draw_gpu(axes: Any, rectangle: Any, x: int, y: int, healthy: bool) -> None:
     """A GPU's cell: free (its use is drawn over it), or hatched grey when the GPU is unhealthy."""
     axes.add_patch(rectangle((x, y), 0.95, 0.9, facecolor=FREE, edgecolor="#cbd5e0", linewidth=0.5))
     if not healthy:
@@ -113,13 +87,3 @@ def frame_grid(axes: Any, names: list[str], width: int) -> None:
     axes.set_yticks([i + 0.45 for i in range(len(names))], names, fontsize=7 if height <= 60 else 4)
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
-
-
-def save(plt: Any, figure: Any, path: Path) -> Path:
-    """The figure written to `path` atomically and sealed as gpushare's (`gpushare.output`), room kept for the
-    legend below."""
-    figure.tight_layout(rect=(0, 0.07, 1, 1))
-    picture = io.BytesIO()
-    figure.savefig(picture, format=path.suffix.lower()[1:])
-    plt.close(figure)
-    return output.write_file(path, picture.getvalue(), field=FLAG, force_flag=None).target

@@ -19,11 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from gpushare.placement.framework import Cycle, Rejection
+from gpushare.placement.framework import Cycle, Outcome, Rejection
 from gpushare.placement.model import Node, Pod
-from gpushare.placement.plugins.defaultpreemption import Outcome
+from gpushare.placement.pluginsets import Profile
 from gpushare.placement.priorities import DisruptionBudget
-from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult, Preempted
 from gpushare.placement.sampling import Sampler
 

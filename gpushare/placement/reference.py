@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from gpushare.placement import requeue
+from gpushare.placement import queue
 from gpushare.placement.model import Gpu, Node, Pod
+from gpushare.placement.pluginsets import Profile
 from gpushare.placement.preemption import unresolvable_statuses
 from gpushare.placement.priorities import DisruptionBudget
-from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 from gpushare.placement.sampling import Sampler
 
@@ -66,7 +66,7 @@ def place(
         best, tied = (fitting[0], 1) if fixed is not None else profile.choose(pod, fitting, nodes)
         return bind(profile, best, pod, tied)
 
-    requeue.drive(
+    queue.drive(
         pods,
         attempt,
         profile,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from gpushare import jsontext
+from gpushare import output
 from gpushare.domain import kinds, kubescheduler
-from gpushare.domain.profiles import MIB_PER_UNIT, UNIT_GIB
+from gpushare.domain.products import MIB_PER_UNIT, UNIT_GIB
 from gpushare.placement.model import Node, Semantics
 from gpushare.placement.result import Pending, PlacementResult, Preempted
 
@@ -22,6 +22,7 @@ def fragmentation(result: PlacementResult) -> int:
 
 
 def summary(result: PlacementResult) -> dict[str, Any]:
+    """The run's counts (nodes, GPUs, pods placed, pending...) and GPU memory used, as the JSON report's summary."""
     gpus = [g for n in result.nodes for g in n.gpus]
     return {
         "nodes": len(result.nodes),
@@ -89,6 +90,7 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
 
 
 def preempted_dict(v: Preempted) -> dict[str, Any]:
+    """A pod preemption deleted, as the JSON reports write it (place's and the planner's)."""
     return {
         "namespace": v.namespace,
         "name": v.name,
@@ -100,6 +102,8 @@ def preempted_dict(v: Preempted) -> dict[str, Any]:
 
 
 def pending_dict(p: Pending) -> dict[str, Any]:
+    """A pending pod with kube-scheduler's message, its reasons per node and what preemption said, as the JSON
+    reports write it."""
     doc: dict[str, Any] = {
         "namespace": p.namespace,
         "name": p.name,
@@ -137,13 +141,6 @@ def node_dict(node: Node) -> dict[str, Any]:
     }
 
 
-def _table(rows: list[list[str]]) -> list[str]:
-    if not rows:
-        return []
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-
-
 def to_text(result: PlacementResult, limit: int = 50) -> str:
     """The human view: placed pods, pending pods with the scheduler's message, invalid pods, a summary."""
     lines: list[str] = []
@@ -156,14 +153,14 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
         row = [a.key, a.node, ",".join(f"{i}:{u}" for i, u in a.gpus) or "no GPU", str(a.core or "-")]
         row += [f"~{a.tied_with}" if a.tied_with > 1 else ""] if tied else []
         rows.append(row + ([",".join(victims.get(a.key, []))] if victims else []))
-    lines += _table(rows)
+    lines += output.table(rows)
     if len(result.placements) > limit:
         lines.append(f"... {len(result.placements) - limit} more placed (-o json for all)")
     if result.pending:
         lines += ["", "PENDING"]
         shown = result.pending[:limit]
         for p in shown:
-            lines += _table([[p.key, p.message]])
+            lines += output.table([[p.key, p.message]])
             if p.nominated:
                 lines.append(f"    nominated to {p.nominated} (status.nominatedNodeName)")
             lines += [f"    {node}: {rejected.text}" for node, rejected in p.by_node]
@@ -177,15 +174,15 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
             [v.key, v.node, str(v.priority), v.by + (f" (~{v.tied_with})" if v.tied_with > 1 else "")]
             for v in result.preempted[:limit]
         ]
-        lines += _table(rows)
+        lines += output.table(rows)
         if len(result.preempted) > limit:
             lines.append(f"... {len(result.preempted) - limit} more preempted")
     if result.invalid:
         lines += ["", "INVALID"]
-        lines += _table([[i.key, i.reason, i.source] for i in result.invalid])
+        lines += output.table([[i.key, i.reason, i.source] for i in result.invalid])
     if result.not_served:
         lines += ["", f"NOT SERVED BY GPUSHARE (spec.schedulerName is not {result.semantics.served_scheduler})"]
-        lines += _table([[n.key, n.scheduler_name, n.source] for n in result.not_served[:limit]])
+        lines += output.table([[n.key, n.scheduler_name, n.source] for n in result.not_served[:limit]])
         if len(result.not_served) > limit:
             lines.append(f"... {len(result.not_served) - limit} more not served")
     s = summary(result)
@@ -244,7 +241,7 @@ def inspect_text(result: PlacementResult) -> str:
             used, total = sum(g.core_used for g in n.gpus), sum(g.core_total for g in n.gpus)
             row += [*cores, *[""] * (width - len(cores)), f"{used}/{total}" if total else "-"]
         rows.append([*row, f"{sum(g.free for g in n.gpus)}({max((g.free for g in n.gpus), default=0)})"])
-    lines = _table(rows)
+    lines = output.table(rows)
     used = sum(n.gpu_used for n in nodes)
     total = sum(n.gpu_total for n in nodes)
     lines.append("-" * max(len(lines[0]), 66))
@@ -263,11 +260,11 @@ def inspect_text(result: PlacementResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(result: PlacementResult, output: str, out: TextIO) -> None:
+def write(result: PlacementResult, form: str, out: TextIO) -> None:
     """One run in the form asked for: `json`, `inspect` or the table."""
-    if output == "json":
-        out.write(jsontext.dumps(to_dict(result)) + "\n")
-    elif output == "inspect":
+    if form == "json":
+        out.write(output.dumps(to_dict(result)) + "\n")
+    elif form == "inspect":
         out.write(inspect_text(result))
     else:
         out.write(to_text(result))
@@ -275,14 +272,14 @@ def write(result: PlacementResult, output: str, out: TextIO) -> None:
 
 def write_comparison(
     rows: list[tuple[str, Semantics, PlacementResult]],
-    output: str,
+    form: str,
     out: TextIO,
     converted_from: str | None = None,
     note: str = "",
 ) -> None:
     """The variants of `--compare` side by side; with `converted_from`, the unit the files' numbers were converted
     from into each scheduling unit compared (JSON), and the `note` that says so (text)."""
-    if output == "json":
+    if form == "json":
         doc = {
             "apiVersion": kinds.API_VERSION,
             "kind": kinds.PLACEMENT_COMPARISON,
@@ -291,7 +288,7 @@ def write_comparison(
                 {"variant": name, "semantics": to_dict(r)["semantics"], "summary": summary(r)} for name, _, r in rows
             ],
         }
-        out.write(jsontext.dumps(doc) + "\n")
+        out.write(output.dumps(doc) + "\n")
         return
     summaries = [(name, semantics, summary(result)) for name, semantics, result in rows]
     # pods a variant leaves to another scheduler (a compared scheduler name) are a count of their own, shown when any
@@ -302,6 +299,6 @@ def write_comparison(
         fragmented = f"{s['fragmentation']} x {semantics.gpu_memory_unit}"
         counts = [str(s[key]) for key in ("placed", "pending", "invalid", *(["notServed"] * not_served))]
         table.append([name, *counts, gpus, fragmented])
-    out.write("\n".join(_table(table)) + "\n")
+    out.write("\n".join(output.table(table)) + "\n")
     if note:
         out.write(f"\n{note}\n")

@@ -26,7 +26,7 @@ from gpushare.domain import kubescheduler as ks
 from gpushare.placement import framework
 from gpushare.placement.framework import Cycle, Rejection
 from gpushare.placement.model import Node, Pod
-from gpushare.placement.profiles import Profile
+from gpushare.placement.pluginsets import Profile
 from gpushare.placement.result import Pending
 
 #: Node labels that name a node's zone in the scheduler's cache (utilnode.GetZoneKey): the beta label wins.

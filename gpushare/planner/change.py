@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpushare.domain import labels as label_names
-from gpushare.domain import profiles
+from gpushare.domain import products
 from gpushare.domain.labels import Placement
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.domain.versions import MINORS, default_api, served_apis
 from gpushare.errors import InputError
 from gpushare.generate.stack import Stack
@@ -52,7 +52,7 @@ class Side:
         api = self.settings.scheduler.config_api
         api = api if api in served_apis(minor) else default_api(minor)
         return Semantics(
-            "ack" if self.settings.profile == profiles.ACK else "upstream",
+            "ack" if self.settings.profile == products.ACK else "upstream",
             self.placement,
             self.settings.gpu_memory_unit,
             scheduler_name=self.settings.served_scheduler_name,
@@ -98,13 +98,12 @@ def _rendered(settings: InstallerSettings, minor: int) -> list[dict[str, Any]]:
 
 
 def _findings(
-    side: Side, minor: int, nodes: Sequence[Source], extra: dict[str, Any]
+    side: Side, minor: int, nodes: Sequence[Source], fleet: ClusterFacts
 ) -> list[tuple[tuple[str, str, str], Finding]]:
     """Every settings, cluster and node rule on one side, each keyed by what it says (rule, subject, field)."""
     settings = side.settings
-    facts = ClusterFacts(region=settings.region, kube_version=f"1.{minor}", settings=settings, extra=extra)
     infos = [n for n in (read_node(s) for s in nodes) if n is not None]
-    facts = replace(facts, nodes=infos)
+    facts = replace(fleet, region=settings.region, kube_version=f"1.{minor}", settings=settings, nodes=infos)
     subjects = [Subject("settings", "InstallerSettings", None, settings), Subject("cluster", "cluster", None, facts)]
     subjects += [Subject("node", f"Node/{n.name}", n.source, n) for n in infos]
     found = evaluate(subjects, facts, RULES)
@@ -159,22 +158,19 @@ def diff(
     except InputError as exc:
         notes.append(f"the stack is not compared: {exc}")
     found: Impact | None = None
-    extra_before: dict[str, Any] = {}
-    extra_after: dict[str, Any] = {
-        "current_units": [UnitReading(before.settings.gpu_memory_unit, "the settings before")],
-    }
+    fleet_before = ClusterFacts()
+    fleet_after = ClusterFacts(current_units=[UnitReading(before.settings.gpu_memory_unit, "the settings before")])
     if nodes:
         semantics = (before.semantics(minors[0]), after.semantics(minors[1]))
         found = impact(nodes, existing, pending, *semantics, before.settings.gpu_memory_unit, nodes_after)
         modes, modes_after = _modes(gpu_before), _modes(gpu_after)
-        extra_after["gpu_pods"] = list(found.holding)
-        extra_after["relabelled"] = [(n, m, modes_after[n]) for n, m in modes.items() if modes_after.get(n, m) != m]
-        extra_after["gpu_pods_on"] = found.on_node
+        changed = [(n, m, modes_after[n]) for n, m in modes.items() if modes_after.get(n, m) != m]
+        fleet_after = replace(fleet_after, gpu_pods=list(found.holding), relabelled=changed, gpu_pods_on=found.on_node)
     else:
         notes.append(
             "no fleet read (--nodes or --kubeconfig): running pods, what they hold and what changes for them are "
             "not checked"
         )
-    old = dict(_findings(before, minors[0], nodes, extra_before))
-    new = [f for key, f in _findings(after, minors[1], nodes_after, extra_after) if key not in old]
+    old = dict(_findings(before, minors[0], nodes, fleet_before))
+    new = [f for key, f in _findings(after, minors[1], nodes_after, fleet_after) if key not in old]
     return Difference(before, after, minors, tuple(labels), objects, tuple(new), found, tuple(notes))

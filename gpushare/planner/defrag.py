@@ -9,26 +9,22 @@ the copy must itself pass every filter of the modelled scheduler where it goes, 
 after. Deleting a pod wakes the pending pods, as kube-scheduler's queue does on a pod deletion: those that now fit
 bind at once, in queue order.
 
-The search runs the profile's filter plugins on the fleet's state as the placement left it (no whole placement is
-run again per probe); the plan for the whole pending set is then checked by replaying it from the inputs: the
-placement run again, each move applied in order. What is printed is the replay's.
+The search asks the simulation the placement ran (`gpushare.placement.Simulation`) on the state it left: its
+filters, its device choice, and binds and deletions undone with a mark (no whole placement is run again per probe);
+the plan for the whole pending set is then checked by replaying it from the inputs: the placement run again, each
+move applied in order. What is printed is the replay's.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 from gpushare.kube.documents import Objects, Source, from_objects
 from gpushare.kube.workloads import WORKLOAD_KINDS
-from gpushare.placement.framework import Cycle
-from gpushare.placement.inputs import Inventory, build, nodes_of
-from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
-from gpushare.placement.profiles import Profile, profile
-from gpushare.placement.result import Pending, PlacementResult
-from gpushare.placement.run import run
+from gpushare.placement import Gpu, Mark, Node, Pending, PlacementResult, Pod, Semantics, Simulation
 
 #: Moves searched for one pending pod at most: beyond this a node is better added than the GPUs shuffled.
 MAX_MOVES = 8
@@ -149,54 +145,28 @@ class _Room:
         return self.top[1][0] if self.top[0][1] == id(gpu) else self.top[0][0]
 
 
-@dataclass
-class _Log:
-    """What a tentative search changed on the nodes, so it can be undone: (node, pod, its GPUs, was added)."""
-
-    entries: list[tuple[Node, Pod, list[Gpu], bool]] = field(default_factory=list)
-
-    def add(self, node: Node, pod: Pod, gpus: list[Gpu]) -> None:
-        node.add_pod(pod, gpus)
-        self.entries.append((node, pod, gpus, True))
-
-    def remove(self, node: Node, pod: Pod) -> list[Gpu]:
-        gpus = list(node.devices.get(id(pod), []))
-        node.remove_pod(pod)
-        self.entries.append((node, pod, gpus, False))
-        return gpus
-
-    def undo(self) -> None:
-        for node, pod, gpus, added in reversed(self.entries):
-            if added:
-                node.remove_pod(pod)
-            else:
-                node.add_pod(pod, gpus)
-        self.entries.clear()
-
-
 class Layout:
-    """The fleet's state after a placement, with which of its bound pods may move and the pods still pending.
+    """The fleet's state after a placement (the simulation that ran it), with which of its bound pods may move and
+    the pods still pending.
 
     Movable: the pods that were running before (not those the placement just bound), served by the modelled
     scheduler, holding GPU devices, not run by a DaemonSet (its controller would put it back on the same node)."""
 
-    def __init__(self, inventory: Inventory, result: PlacementResult, semantics: Semantics) -> None:
-        self.plugins: Profile = profile(semantics)
+    def __init__(self, fleet: Simulation, result: PlacementResult) -> None:
+        self.fleet = fleet
         self.nodes: list[Node] = result.nodes
         self.by_name = {n.name: n for n in self.nodes}
-        served = semantics.served_scheduler
+        served = fleet.semantics.served_scheduler
         self.specs: dict[str, Pod] = {
             p.key: p
-            for p in inventory.existing
+            for p in fleet.running
             if p.wants_gpu and p.scheduler_name == served and (p.owner is None or p.owner[0] != "DaemonSet")
         }
         self.moved: set[str] = set()
         self._eligible: dict[tuple[Any, ...], list[Node]] = {}
         #: Each node's largest healthy GPU (memory units): no move makes room beyond it.
         self.largest = {id(n): max((g.total for g in n.gpus if g.healthy), default=0) for n in self.nodes}
-        #: A bound pod has required anti-affinity (then every pod's PreFilter counts them).
-        self.anti = any(_anti(p) for n in self.nodes for p in n.bound)
-        models = {p.key: p for p in inventory.new}
+        models = {p.key: p for p in fleet.pending}
         self.pending: list[Pod] = [models[p.key] for p in result.pending if p.key in models]
         self.messages: dict[str, Pending] = {p.key: p for p in result.pending}
         self.result = result
@@ -207,20 +177,11 @@ class Layout:
         """The nodes whose labels, taints and spec let the pod in (what no move changes), kept per kind of pod."""
         found = self._eligible.get(pod.static_signature)
         if found is None:
-            found = [n for n in self.nodes if self.plugins.static_rejection(n, pod) is None]
-            self._eligible[pod.static_signature] = found
+            found = self._eligible[pod.static_signature] = self.fleet.eligible(pod)
         return found
 
-    def cycle(self, pod: Pod) -> Cycle | None:
-        """The pod's PreFilter counts, where a rule between pods could reject a node for it (else None)."""
-        return self.plugins.prefilter(pod, self.nodes) if self.plugins.needs_cycle(pod, self.anti) else None
-
-    def fits(self, node: Node, pod: Pod, cycle: Cycle | None) -> bool:
-        return self.plugins.rejection(node, pod, cycle) is None
-
-    def bind(self, node: Node, pod: Pod, gpus: list[Gpu]) -> None:
-        node.add_pod(pod, gpus)
-        self.anti = self.anti or _anti(pod)
+    def fits(self, node: Node, pod: Pod) -> bool:
+        return self.fleet.admits(pod, node)
 
     def movable(self, node: Node) -> dict[int, list[Pod]]:
         """The pods that may move off each GPU of `node` (by GPU index), largest share first."""
@@ -259,29 +220,29 @@ class Layout:
             return None
         return len(pods), [c[2] for c in chosen], pods
 
-    def _destination(self, pod: Pod, avoid: Node, keep: list[Gpu]) -> tuple[Node, list[Gpu]] | None:
+    def _destination(self, pod: Pod, avoid: Node, keep: list[Gpu]) -> tuple[Node, tuple[int, ...]] | None:
         """Where a moved pod's copy goes: a node where every filter passes and the extender gives it none of the
         GPUs being freed; the node whose largest free piece is the smallest that holds it first, so that large
         free pieces stay whole."""
         copy = self.copy(pod)
         share = copy.per_gpu
         ranked = sorted((n for n in self.nodes if n.room >= share), key=lambda n: (n.room, n.name))
-        cycle = self.cycle(copy)
+        freed = {g.index for g in keep}
         for node in ranked:
-            if not self.fits(node, copy, cycle):
+            if not self.fits(node, copy):
                 continue
-            gpus = self.plugins.gpus.choose_gpus(node, copy)
-            if gpus and not (node is avoid and any(g is k for g in gpus for k in keep)):
+            gpus = self.fleet.devices(copy, node)
+            if gpus and not (node is avoid and any(i in freed for i in gpus)):
                 return node, gpus
         return None
 
     def copy(self, pod: Pod) -> Pod:
         """The moved pod as created again: its own spec, not yet bound."""
-        return with_changes(self.specs[pod.key], node=None, gpu_indices=None)
+        return self.fleet.recreated(self.specs[pod.key])
 
-    def search(self, pod: Pod, limit: int = MAX_MOVES) -> tuple[list[Move], _Log] | None:
-        """The fewest moves found after which `pod` fits, applied on the nodes (the log undoes them)."""
-        cycle = self.cycle(pod)
+    def search(self, pod: Pod, limit: int = MAX_MOVES) -> tuple[list[Move], Mark] | None:
+        """The fewest moves found after which `pod` fits, applied on the nodes (rolling back to the mark undoes
+        them)."""
         share, count = pod.per_gpu, max(pod.gpu_count, 1)
         ranked = []
         for node in self.eligible(pod):
@@ -300,30 +261,28 @@ class Layout:
             if freeing is None:
                 continue
             if freeing[0] == 1:  # one move is the fewest there is: tried at once
-                done = self._tried(pod, node, freeing[1], freeing[2], cycle)
+                done = self._tried(pod, node, freeing[1], freeing[2])
                 if done is not None:
                     return done
                 continue
             options.append((freeing[0], node.name, node, freeing[1], freeing[2]))
         options.sort(key=lambda o: (o[0], o[1]))
         for _, _, node, keep, taking in options:
-            done = self._tried(pod, node, keep, taking, cycle)
+            done = self._tried(pod, node, keep, taking)
             if done is not None:
                 return done
         return None
 
-    def _tried(
-        self, pod: Pod, node: Node, keep: list[Gpu], taking: list[Pod], cycle: Cycle | None
-    ) -> tuple[list[Move], _Log] | None:
+    def _tried(self, pod: Pod, node: Node, keep: list[Gpu], taking: list[Pod]) -> tuple[list[Move], Mark] | None:
         """The moves taking `taking` off `node` applied, if each finds a place and `pod` then fits there."""
-        log = _Log()
-        moves = self._moves(pod, node, keep, taking, log)
-        if moves is not None and self.fits(node, pod, cycle):
-            return moves, log
-        log.undo()
+        mark = self.fleet.mark()
+        moves = self._moves(pod, node, keep, taking)
+        if moves is not None and self.fits(node, pod):
+            return moves, mark
+        self.fleet.rollback(mark)
         return None
 
-    def _moves(self, pod: Pod, node: Node, keep: list[Gpu], taking: list[Pod], log: _Log) -> list[Move] | None:
+    def _moves(self, pod: Pod, node: Node, keep: list[Gpu], taking: list[Pod]) -> list[Move] | None:
         moves = []
         for victim in taking:
             found = self._destination(victim, node, keep)
@@ -331,9 +290,9 @@ class Layout:
                 return None
             target, gpus = found
             source = Where(node.name, tuple(g.index for g in node.devices.get(id(victim), [])))
-            log.add(target, self.copy(victim), gpus)
-            log.remove(node, victim)
-            moves.append(Move(victim.key, source, Where(target.name, tuple(g.index for g in gpus)), pod.key))
+            self.fleet.bind(self.copy(victim), target, gpus)
+            self.fleet.unbind(victim, node)
+            moves.append(Move(victim.key, source, Where(target.name, gpus), pod.key))
         return moves
 
     # --- applying moves, as the cluster would ----------------------------------------------------------------
@@ -347,10 +306,10 @@ class Layout:
         if source is None or target is None or original is None:
             return None
         copy = self.copy(original)
-        if not self.fits(target, copy, self.cycle(copy)):
+        if not self.fits(target, copy):
             return None
-        self.bind(target, copy, self.plugins.gpus.choose_gpus(target, copy))
-        source.remove_pod(original)
+        self.fleet.bind(copy, target)
+        self.fleet.unbind(original, source)
         self.moved.add(move.pod)
         verdicts: dict[tuple[Any, ...], bool] = {}  # pods alike fit alone or not alike
         woken = []
@@ -358,15 +317,15 @@ class Layout:
             alike = _alike(waiting)
             fits = verdicts.get(alike) if alike is not None else None
             if fits is None:
-                fits = self.fits(source, waiting, self.cycle(waiting))
+                fits = self.fits(source, waiting)
                 if alike is not None:
                     verdicts[alike] = fits
             if fits:
                 woken.append(waiting)
         bound, taken, contested = [], set(), []
         for i, waiting in enumerate(woken):
-            if i == 0 or self.fits(source, waiting, self.cycle(waiting)):
-                self.bind(source, waiting, self.plugins.gpus.choose_gpus(source, waiting))
+            if i == 0 or self.fits(source, waiting):
+                self.fleet.bind(waiting, source)
                 self.pending.remove(waiting)
                 bound.append((waiting.key, source.name))
                 taken.add(_alike(waiting))
@@ -416,7 +375,7 @@ def fragmentation(
             measured = free, largest, on_node = layout.measure(pod, eligible)
             found = layout.search(pod, limit) if pod.wants_gpu and limit else None
             if found is not None:
-                found[1].undo()
+                layout.fleet.rollback(found[1])
             moves = None if found is None else found[0]
             why = "" if moves is not None else _why(layout, pod, eligible, limit)
             if memo is not None:
@@ -459,7 +418,7 @@ def plan(layout: Layout, limit: int = MAX_MOVES) -> list[Move]:
             if memo is not None:
                 hopeless.add(memo)
             continue
-        found[1].undo()
+        layout.fleet.rollback(found[1])
         for move in found[0]:
             if layout.apply(move) is None:  # the search and the cluster's order disagree: stop this pod's moves
                 break
@@ -500,12 +459,12 @@ def defragment(
     """Place the fleet, answer for each pod left pending, plan moves for them all, and replay the plan: the
     placement run again on nodes made afresh from their manifests (the pods' models, which nothing changes, are
     read once), then each move applied in order."""
-    inventory = build(nodes, existing, pending, semantics, input_unit)
-    layout = Layout(inventory, run(inventory, semantics, draws=False), semantics)
+    fleet = Simulation.from_sources(nodes, existing, pending, semantics, input_unit)
+    layout = Layout(fleet, fleet.run(draws=False))
     answers = fragmentation(layout, limit, pools)
     moves = plan(layout, limit) if answers and limit else []
-    again = replace(inventory, nodes=nodes_of(nodes, existing + pending, semantics, input_unit))
-    replayed = Layout(again, run(again, semantics, draws=False), semantics)
+    again = fleet.with_nodes()
+    replayed = Layout(again, again.run(draws=False))
     return Defrag(tuple(answers), replay(replayed, moves), replayed.result)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from gpushare import jsontext
+from gpushare import output
 from gpushare.domain import kinds
 from gpushare.errors import counted, shown
 from gpushare.planner.change import Difference
@@ -145,8 +145,8 @@ def to_text(d: Difference, unified: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(d: Difference, output: str, out: TextIO, unified: bool = False) -> None:
-    if output == "json":
-        out.write(jsontext.dumps(to_dict(d)) + "\n")
+def write(d: Difference, form: str, out: TextIO, unified: bool = False) -> None:
+    if form == "json":
+        out.write(output.dumps(to_dict(d)) + "\n")
     else:
         out.write(to_text(d, unified))

@@ -19,11 +19,7 @@ from gpushare.errors import InputError
 from gpushare.kube.documents import Objects, Source, from_objects
 from gpushare.kube.fields import mapping
 from gpushare.kube.workloads import WORKLOAD_KINDS, read_workload
-from gpushare.placement.inputs import MAX_PODS, STATEFULSET_POD_NAME, Inventory, build
-from gpushare.placement.model import Pod, Semantics, with_changes
-from gpushare.placement.profiles import profile
-from gpushare.placement.result import Pending, PlacementResult, Preempted
-from gpushare.placement.run import run
+from gpushare.placement import MAX_PODS, Pending, PlacementResult, Pod, Preempted, Semantics, Simulation
 
 #: Controllers whose replicas a template adds (DaemonSets and CronJobs have no replica count to raise).
 TEMPLATE_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job")
@@ -162,22 +158,23 @@ def _headroom_of(
             "a template that is not also among the pending workloads (give it once, as the template)",
         )
     probe, _ = _replicas(template, kind, name, 1)
-    model = build(nodes, existing, pending + probe, semantics, input_unit)
-    replica = model.new.pop()  # the fleet as the running and pending pods leave it, before any replica
-    preempts = replica.preempts and profile(semantics).post_filter is not None
+    # the replica read as the pending pods are (its controller counts for spreading), held out of their queue
+    fleet = Simulation.from_sources(nodes, existing, pending, semantics, input_unit, templates=probe)
+    replica = fleet.templates[-1]
+    preempts = replica.preempts and fleet.profile.post_filter is not None
     # ResourceQuotas admit the replicas among the other new pods, and a sampled run draws its tie-breaks from one
     # stream as `place` would: one run of them all
-    if model.quotas or semantics.tie_seed is not None:
-        first = run(replace(model, new=list(model.new)), semantics, draws=False)
+    if fleet.inventory.quotas or semantics.tie_seed is not None:
+        first = fleet.run(draws=False)
         bound = _bound(first, replica, preempts)
         replicas, names = _replicas(template, kind, name, bound)
-        result = run(build(nodes, existing, pending + replicas, semantics, input_unit), semantics, draws=False)
+        again = Simulation.from_sources(nodes, existing, pending + replicas, semantics, input_unit)
+        result = again.run(draws=False)
     else:  # the replicas placed on the fleet the first run left, read and charged once
-        before = run(model, semantics, draws=False)
+        before = fleet.run(draws=False)
         bound = _bound(before, replica, preempts)
         names = [_name(name, i) for i in range(bound)]
-        extra = [_copy(replica, kind, n) for n in names]
-        result = run(Inventory(before.nodes, [], extra, budgets=model.budgets), semantics, draws=False)
+        result = fleet.schedule(fleet.replicas(replica, names, kind), draws=False)
         result.warnings[:0] = before.warnings
     mine = {f"{namespace}/{n}" for n in names}
     placed = [a for a in result.placements if a.key in mine]
@@ -186,7 +183,7 @@ def _headroom_of(
     landings = Counter((a.node, tuple(i for i, _ in a.gpus)) for a in placed)
     per_gpu = max((units for a in placed for _, units in a.gpus), default=0) or (blocked.per_gpu if blocked else 0)
     sampled = [len(placed)]
-    if semantics.name == "upstream":
+    if fleet.profile.scored:  # kube-scheduler's scores may tie (ACK's node order never does)
         for seed in range(1, runs + 1):
             sample = headroom_of(nodes, existing, pending, template, replace(semantics, tie_seed=seed), input_unit)
             sampled.append(sample.more)
@@ -209,14 +206,6 @@ def _headroom_of(
 
 def _name(name: str, i: int) -> str:
     return f"{name}-{i}"
-
-
-def _copy(pod: Pod, kind: str, name: str) -> Pod:
-    """Another replica of the modelled template, named (and, in a StatefulSet, labelled) as its controller would."""
-    if kind != "StatefulSet":
-        return with_changes(pod, name=name)
-    pod_labels = tuple(sorted({**dict(pod.labels), STATEFULSET_POD_NAME: name}.items()))
-    return with_changes(pod, name=name, labels=pod_labels)
 
 
 def _key(src: Source) -> tuple[str, str]:

@@ -14,18 +14,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from gpushare.domain.kubescheduler import GPU_NODE_MODE
-from gpushare.domain.labels import ANN_PREFIX
+from gpushare.domain.labels import ACK_PREFIX, ANN_PREFIX
 from gpushare.kube.documents import Source
 from gpushare.kube.nodes import NodeInfo, read_node
-from gpushare.placement.inputs import Inventory, build, nodes_of
-from gpushare.placement.model import Node, Pod, Semantics
-from gpushare.placement.plugins.gpushare import kind
-from gpushare.placement.profiles import Profile, profile
-from gpushare.placement.result import PlacementResult
-from gpushare.placement.run import charge_existing, run
+from gpushare.placement import PlacementResult, Semantics, Simulation
 
 
 @dataclass(frozen=True)
@@ -103,55 +97,8 @@ def _unplaced(src: Source) -> Source:
     spec.pop("nodeName", None)
     meta = obj.setdefault("metadata", {})
     notes = meta.get("annotations") or {}
-    meta["annotations"] = {k: v for k, v in notes.items() if not k.startswith(ANN_PREFIX)}
+    meta["annotations"] = {k: v for k, v in notes.items() if not k.startswith((ANN_PREFIX, ACK_PREFIX))}
     return Source(obj, src.file, src.line)
-
-
-def _gpu_reason(plugins: Profile, node: Node, pod: Pod) -> str:
-    mode = next((p for p in plugins.static_filters if p.name == GPU_NODE_MODE), None)
-    reasons = mode.filter(node, pod, None) if mode is not None else []
-    if reasons:
-        return reasons[0]
-    if plugins.gpus.mixes(node, kind(pod)):
-        return "memory-only and compute GPU pods never share a node"
-    for gpu in node.devices.get(id(pod), []) or []:
-        if gpu.free < pod.per_gpu:
-            unit = plugins.semantics.gpu_memory_unit
-            return (
-                f"GPU {gpu.index} has {gpu.free} of {gpu.total} ({unit}) free after the pods before it, < {pod.per_gpu}"
-            )
-        if not plugins.gpus.eligible(gpu, node, kind(pod)):
-            return f"GPU {gpu.index}: {plugins.gpus.limit_reason()}"
-        if pod.core and gpu.core_free < pod.core:
-            return f"GPU {gpu.index} has {gpu.core_free}% compute free after the pods before it, < {pod.core}%"
-    return ""
-
-
-def lost_places(plugins: Profile, nodes: Sequence[Node]) -> dict[str, tuple[str, str]]:
-    """The GPU pods whose place no longer holds: each node's GPU pods taken off, then put back in their order on
-    the GPUs they hold, each checked first. Pod key -> (node, why)."""
-    lost: dict[str, tuple[str, str]] = {}
-    for node in nodes:
-        pods = [p for p in node.bound if p.wants_gpu]
-        held = {id(p): list(node.devices.get(id(p), [])) for p in pods}
-        for pod in pods:
-            node.remove_pod(pod)
-        for pod in pods:
-            gpus = held[id(pod)]
-            node.devices[id(pod)] = gpus  # read by the check, as add_pod will keep it
-            why = _gpu_reason(plugins, node, pod)
-            del node.devices[id(pod)]
-            if why:
-                lost[pod.key] = (node.name, why)
-            else:
-                node.add_pod(pod, gpus)
-    return lost
-
-
-def _charged(inventory: Inventory, semantics: Semantics) -> Inventory:
-    """The running pods bound to their nodes, on the GPUs their annotations name."""
-    charge_existing(inventory.nodes, inventory.existing, profile(semantics))
-    return inventory
 
 
 def _key(src: Source) -> str:
@@ -181,17 +128,18 @@ def impact(
     default the same): running pods that lose their place (and where they would go), and each pending pod's node on
     both sides. The side before reads its pods once: they hold their places on nodes made afresh, then are placed."""
     nodes_after = nodes if nodes_after is None else nodes_after
-    inventory = build(nodes, existing, pending, before, input_unit)
-    held = _charged(replace(inventory, nodes=nodes_of(nodes, existing + pending, before, input_unit)), before)
+    fleet = Simulation.from_sources(nodes, existing, pending, before, input_unit)
+    held = fleet.with_nodes()
+    held.charge()
     on_node = {n.name: [p.key for p in n.bound if p.wants_gpu] for n in held.nodes}
-    lost_before = lost_places(profile(before), held.nodes)
-    held_after = _charged(build(nodes_after, existing, [], after, input_unit), after)
-    holding = tuple(p.key for p in held_after.existing if p.wants_gpu and p.scheduler_name == after.served_scheduler)
-    lost = {k: v for k, v in lost_places(profile(after), held_after.nodes).items() if k not in lost_before}
+    lost_before = held.displaced()
+    held_after = Simulation.from_sources(nodes_after, existing, [], after, input_unit)
+    holding = tuple(p.key for p in held_after.running if p.wants_gpu and p.scheduler_name == after.served_scheduler)
+    lost = {k: v for k, v in held_after.displaced().items() if k not in lost_before}
     staying = [s for s in existing if not (s.kind == "Pod" and _key(s) in lost)]
     moving = [_unplaced(s) for s in existing if s.kind == "Pod" and _key(s) in lost]
-    result_before = run(inventory, before, draws=False)
-    result_after = run(build(nodes_after, staying, moving + pending, after, input_unit), after, draws=False)
+    result_before = fleet.run(draws=False)
+    result_after = Simulation.from_sources(nodes_after, staying, moving + pending, after, input_unit).run(draws=False)
     on_before, why_before = _placed(result_before)
     on_after, why_after = _placed(result_after)
     displaced = tuple(
@@ -200,7 +148,7 @@ def impact(
     outcomes = tuple(
         Outcome(key, on_before.get(key), on_after.get(key), why_before.get(key, ""), why_after.get(key, ""))
         for key in dict.fromkeys(
-            [p.key for p in inventory.new]
+            [p.key for p in fleet.pending]
             + [p.key for p in result_before.not_served]
             + [p.key for p in result_before.invalid]
         )

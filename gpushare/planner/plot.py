@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpushare.placement.plot import MAX_NODES, RUNNING, UNHEALTHY, cell, frame_grid, plot_target, pyplot, save
-from gpushare.placement.result import PlacementResult
+from gpushare import output
+from gpushare.placement import MAX_NODES, RUNNING, UNHEALTHY, PlacementResult, draw_gpu, frame_grid, plot_target
 from gpushare.planner.headroom import Headroom
 from gpushare.planner.pools import Sizing
 
@@ -25,7 +25,7 @@ def write_capacity_plot(
     """The fleet as the running and pending pods leave it, each GPU's free memory coloured by whether `share`
     units fit in it; a second panel with each template's replicas more and each pool's nodes to add."""
     path = plot_target(path)
-    plt, Patch, Rectangle = pyplot()
+    plt, Patch, Rectangle = output.pyplot("--plot")
     nodes = [n for n in fleet.nodes if n.gpus][:max_nodes]
     width = max((len(n.gpus) for n in nodes), default=1)
     height = max(len(nodes), 1)
@@ -41,7 +41,7 @@ def write_capacity_plot(
     for row, node in enumerate(nodes):
         for gpu in node.gpus:
             x, y = gpu.index, row
-            cell(grid, Rectangle, x, y, gpu.healthy)
+            draw_gpu(grid, Rectangle, x, y, gpu.healthy)
             if not gpu.healthy or not gpu.total:
                 continue
             used = min(gpu.used, gpu.total)
@@ -87,4 +87,4 @@ def write_capacity_plot(
         bars.xaxis.get_major_locator().set_params(integer=True)
         for side in ("top", "right"):
             bars.spines[side].set_visible(False)
-    return save(plt, figure, path)
+    return output.save_picture(plt, figure, path, "--plot")

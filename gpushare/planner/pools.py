@@ -23,11 +23,7 @@ from gpushare import forks
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
-from gpushare.placement.inputs import Inventory, build, nodes_of
-from gpushare.placement.model import Node, Pod, Semantics
-from gpushare.placement.profiles import profile
-from gpushare.placement.result import Pending, PlacementResult
-from gpushare.placement.run import charge_existing, run
+from gpushare.placement import Node, Pending, PlacementResult, Pod, Semantics, Simulation
 
 MAX_ANNOTATION = "gpushare.io/pool-max"
 COST_ANNOTATION = "gpushare.io/pool-cost"
@@ -103,8 +99,8 @@ Mix = list[tuple[Pool, int]]
 
 class Fleet:
     """What every replay places: the nodes, running and pending pods as read, and how. The pods' models are read
-    once; a replay makes the nodes afresh (with the pool's added) and places them all again (but for pending
-    DaemonSets, whose pods depend on the nodes: those replays read everything again)."""
+    once (`base`); a replay is a simulation of them on the nodes made afresh, the pool's added, placing them all
+    again (but for pending DaemonSets, whose pods depend on the nodes: those replays read everything again)."""
 
     def __init__(
         self,
@@ -119,27 +115,23 @@ class Fleet:
         #: Told of each replay before it runs (a terminal's progress line: sizing can take minutes).
         self.said = said
         self.semantics, self.input_unit = semantics, input_unit
-        self.models = build(nodes, existing, pending, semantics, input_unit)
+        #: The pods' models, read once (never run: each replay is a simulation of its own).
+        self.base = Simulation.from_sources(nodes, existing, pending, semantics, input_unit)
         self.per_node = any(s.kind == "DaemonSet" for s in pending)
-        self._unhealthy = [s for s in existing + pending if s.kind == "ConfigMap"]
         self._zero: PlacementResult | None = None
-        self.plugins = profile(semantics)
 
-    def nodes_with(self, counts: Mix) -> list[Node]:
-        """The fleet's nodes made afresh, with `count` nodes of each `pool` added."""
-        docs = self.nodes + [doc for pool, count in counts for doc in copies(pool, count)]
-        return nodes_of(docs, self._unhealthy, self.semantics, self.input_unit)
-
-    def empty(self, pool: Pool) -> Node:
-        """One empty node of the pool, modelled alone (its filters read only itself): a fresh one each call."""
-        return nodes_of(copies(pool, 1), self._unhealthy, self.semantics, self.input_unit)[0]
-
-    def model_with(self, counts: Mix) -> Inventory:
+    def model_with(self, counts: Mix) -> Simulation:
         """What a replay places: the pods' models with the nodes made afresh (all read again for DaemonSets)."""
+        added = [doc for pool, count in counts for doc in copies(pool, count)]
         if self.per_node:
-            docs = self.nodes + [doc for pool, count in counts for doc in copies(pool, count)]
-            return build(docs, self.existing, self.pending, self.semantics, self.input_unit)
-        return replace(self.models, nodes=self.nodes_with(counts))
+            return Simulation.from_sources(
+                self.nodes + added, self.existing, self.pending, self.semantics, self.input_unit
+            )
+        return self.base.with_nodes(added)
+
+    def packing(self) -> Simulation:
+        """Empty nodes of the pools by themselves, the pods' models the same: where a packing opens nodes."""
+        return self.base.alone([])
 
     def with_pools(self, counts: Mix) -> PlacementResult:
         """The whole fleet placed again with `count` nodes of each `pool` added."""
@@ -149,7 +141,7 @@ class Fleet:
         if self.said is not None:
             added = " + ".join(f"{count} of pool {pool.name}" for pool, count in counts) or "none"
             self.said(f"placing the fleet again with the pools' nodes added: {added}")
-        result = run(self.model_with(counts), self.semantics, draws=False)
+        result = self.model_with(counts).run(draws=False)
         if not counts:
             self._zero = result
         return result
@@ -163,26 +155,7 @@ class Fleet:
         counts = [(pool, count) for pool, count in counts if count]
         if not counts and self._zero is not None:
             return self._zero
-        model = self.model_with(counts)
-        pods = {pod.key: pod for pod in model.new}
-        if len(pods) < len(model.new):  # pods sharing a name: the answers cannot tell which one went where
-            return self.with_pools(counts)
-        charge_existing(model.nodes, model.existing, self.plugins)
-        by_name = {node.name: node for node in model.nodes}
-        for gone in result.preempted:  # a victim the run itself placed left its placements: not charged here
-            node = by_name[gone.node]
-            victim = next((p for p in node.bound if p.key == gone.key), None)
-            if victim is not None:
-                node.remove_pod(victim)
-        for placed in result.placements:
-            node, pod = by_name[placed.node], pods[placed.key]
-            if pod.node is not None:
-                charged, gpus, _ = self.plugins.bound_gpus(node, pod)
-                node.add_pod(charged, gpus)
-            else:
-                devices = {gpu.index: gpu for gpu in node.gpus}
-                node.add_pod(pod, [devices[index] for index, _ in placed.gpus])
-        return replace(result, nodes=model.nodes)
+        return self.model_with(counts).apply(result)
 
     def with_pool(self, pool: Pool, count: int) -> PlacementResult:
         return self.with_pools([(pool, count)])
@@ -190,7 +163,7 @@ class Fleet:
     def pending_models(self, result: PlacementResult) -> list[Pod]:
         """The models of the pods a replay left pending."""
         keys = {p.key for p in result.pending}
-        return [p for p in self.models.new if p.key in keys]
+        return [p for p in self.base.pending if p.key in keys]
 
 
 def _pack(fleet: Fleet, pools: list[Pool], pods: list[Pod]) -> dict[str, int]:
@@ -200,8 +173,10 @@ def _pack(fleet: Fleet, pools: list[Pool], pods: list[Pod]) -> dict[str, int]:
     stays short however many nodes it opens; and a node only fills, so the nodes before the one a pod took refuse
     every later pod alike (same filters, same requests): the next one's search starts there (10,000 pods on 1,000
     nodes would otherwise try each open node for each pod)."""
-    plugins = fleet.plugins
-    templates = [(pool, fleet.empty(pool)) for pool in sorted(pools, key=lambda p: p.cost)]
+    packer = fleet.packing()
+    # one empty node of each pool, cheapest first, modelled alone (its filters read only itself)
+    templates = [(pool, copies(pool, 1)[0]) for pool in sorted(pools, key=lambda p: p.cost)]
+    empty = fleet.base.alone([doc for _, doc in templates]).nodes
     ordered = sorted(pods, key=lambda p: (-p.per_gpu * max(p.gpu_count, 1), p.key))
     least = min((p.per_gpu for p in ordered), default=0)
     opened = dict.fromkeys((pool.name for pool in pools), 0)
@@ -212,18 +187,19 @@ def _pack(fleet: Fleet, pools: list[Pool], pods: list[Pod]) -> dict[str, int]:
         alike = pod.fit_key
         at = resume.get(alike, 0)
         while at < len(nodes) and (
-            at in closed or nodes[at].room < pod.per_gpu or plugins.rejection(nodes[at], pod) is not None
+            at in closed or nodes[at].room < pod.per_gpu or not packer.admits(pod, nodes[at], prefilter=False)
         ):
             at += 1
         if at == len(nodes):
-            fresh = next((t for _, t in templates if plugins.rejection(t, pod) is None), None)
-            if fresh is None:  # no pool takes it: the replays name it
+            fits = next((i for i, node in enumerate(empty) if packer.admits(pod, node, prefilter=False)), None)
+            if fits is None:  # no pool takes it: the replays name it
                 continue
-            nodes.append(copy.deepcopy(fresh))
-            opened[next(p.name for p, t in templates if t is fresh)] += 1
+            pool, doc = templates[fits]
+            nodes.append(packer.add_node(doc))
+            opened[pool.name] += 1
         resume[alike] = at
         home = nodes[at]
-        home.add_pod(pod, plugins.gpus.choose_gpus(home, pod))
+        packer.bind(pod, home, packer.devices(pod, home))  # the extender's choice, whatever node the pod names
         if home.room < least:
             closed.add(at)
     return opened
@@ -278,8 +254,9 @@ def _least(low: int, high: int, enough: Callable[[int], bool], guess: int | None
 
 def _never(fleet: Fleet, pool: Pool, pods: list[Pod]) -> set[str]:
     """The pods an empty node of the pool refuses (its labels, taints, capacity): no count of them serves those."""
-    empty = fleet.empty(pool)
-    return {p.key for p in pods if fleet.plugins.rejection(empty, p) is not None}
+    alone = fleet.base.alone(copies(pool, 1))
+    empty = alone.nodes[0]
+    return {p.key for p in pods if not alone.admits(p, empty, prefilter=False)}
 
 
 def size_pool(fleet: Fleet, pool: Pool) -> Sizing:
@@ -367,7 +344,7 @@ def size_all(fleet: Fleet, pools: list[Pool], cores: int | None = None) -> tuple
 
 def _sized(fleet: Fleet, pools: list[Pool], cores: int | None, mixed: bool) -> tuple[list[Sizing], _Mixed | None]:
     zero = fleet.with_pools([])  # the fleet as it is, placed once: every copy starts from it
-    placed = len(fleet.models.new) + len(fleet.models.existing)
+    placed = len(fleet.base.pending) + len(fleet.base.running)
     workers = (forks.cores() if cores is None else cores) if zero.pending and placed >= AT_ONCE_FROM else 1
     # None: the mix's search, first (the longest, as a rule: each copy then takes a pool as it is free)
     items: list[Pool | None] = [None, *pools] if mixed else list(pools)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from gpushare import jsontext
+from gpushare import output
 from gpushare.domain import kinds
-from gpushare.placement.report import _table, pending_dict, preempted_dict
+from gpushare.placement import pending_dict, preempted_dict
 from gpushare.planner.defrag import Defrag, Fragmentation, Move, Where
 from gpushare.planner.headroom import Headroom
 from gpushare.planner.pools import Blend, Sizing
@@ -97,17 +97,17 @@ def write(
     mix: Blend | None,
     defrag: Defrag | None,
     unit: str,
-    output: str,
+    form: str,
     out: TextIO,
 ) -> None:
-    if output == "json":
+    if form == "json":
         doc: dict[str, Any] = {"apiVersion": kinds.API_VERSION, "kind": kinds.CAPACITY_REPORT, "unit": unit}
         doc["templates"] = [headroom_dict(h) for h in answers]
         doc["add"] = [sizing_dict(s) for s in sizings]
         doc["mix"] = mix_dict(mix) if mix is not None else None
         doc["pending"] = [fragmentation_dict(f) for f in defrag.pending] if defrag is not None else []
         doc["defrag"] = defrag_dict(defrag)
-        out.write(jsontext.dumps(doc) + "\n")
+        out.write(output.dumps(doc) + "\n")
         return
     sections = []
     if answers:
@@ -140,7 +140,7 @@ def _defrag_lines(d: Defrag, unit: str) -> list[str]:
         largest = f.largest_on_node if f.gpu_count > 1 else f.largest_free
         moves = str(len(f.moves)) if f.moves is not None else "-"
         rows.append([f.key, share, str(f.free), str(largest), moves, what])
-    lines = _table(rows)
+    lines = output.table(rows)
     lines += [
         "",
         f"GPU memory in units of {unit} on the nodes each pod may use; LARGEST FREE on one GPU; each pod alone",
@@ -172,7 +172,7 @@ def _defrag_lines(d: Defrag, unit: str) -> list[str]:
 def _sizing_lines(sizings: list[Sizing], mix: Blend | None) -> list[str]:
     rows = [["POOL", "ADD NODES", "COST", "UNSERVABLE PODS"]]
     rows += [[s.pool, str(s.nodes), f"{s.cost:g}", str(len(s.unservable))] for s in sizings]
-    lines = _table(rows)
+    lines = output.table(rows)
     for s in sizings:
         if s.one_fewer is not None and s.one_fewer.pending:
             first = s.one_fewer.pending[0]
@@ -204,7 +204,7 @@ def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
         why = h.blocked_by.message if h.blocked_by is not None else "-"
         more = str(h.more) if h.more_min == h.more_max else f"{h.more} ({h.more_min}-{h.more_max})"
         rows.append([h.name, more, str(h.per_gpu), str(h.largest_free), str(h.stranded), why])
-    lines = _table(rows)
+    lines = output.table(rows)
     for h in answers:
         if h.blocked_by is not None and h.per_gpu:
             lines += [
@@ -214,10 +214,10 @@ def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
             ]
         if h.landed:
             lines += ["", f"{h.name}: where the {h.more} land (node, GPUs, replicas)"]
-            lines += _table([[x.node, ",".join(map(str, x.gpus)), str(x.replicas)] for x in h.landed])
+            lines += output.table([[x.node, ",".join(map(str, x.gpus)), str(x.replicas)] for x in h.landed])
         if h.preempted:
             lines += ["", f"{h.name}: its replicas preempt {len(h.preempted)} pods of lower priority (pod, node, by)"]
-            lines += _table([[v.key, v.node, v.by] for v in h.preempted])
+            lines += output.table([[v.key, v.node, v.by] for v in h.preempted])
     lines += ["", f"GPU memory in units of {unit}; stranded: free on GPUs with less than one replica's share"]
     sampled = max((h.runs for h in answers), default=0)
     if sampled:

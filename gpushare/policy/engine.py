@@ -9,13 +9,15 @@ report them all: one set of entries (`gpushare.policy.rules`), one voice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpushare.domain.versionstr import numbers, valid
 from gpushare.errors import not_allowed, shown
 from gpushare.kube.documents import Source
+from gpushare.kube.installed import UnitReading
+from gpushare.kube.ledger import Ledger
 from gpushare.kube.nodes import NodeInfo
 from gpushare.kube.workloads import Workload
 
@@ -49,7 +51,18 @@ class ClusterFacts:
     gpu_memory_unit: str | None = None
     nodes: Sequence[NodeInfo] = ()
     workloads: Sequence[Workload] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: The units installed now, each where it was read (preflight's live read; diff: the settings before).
+    current_units: Sequence[UnitReading] = ()
+    #: Running pods that hold GPU memory (namespace/name): a change of unit must see none of them run.
+    gpu_pods: Sequence[str] = ()
+    #: `diff`: (node, mode before, mode after) for each GPU node whose ack.node.gpu.schedule the change sets to
+    #: another mode, and the running GPU pods on each node.
+    relabelled: Sequence[tuple[str, str, str]] = ()
+    gpu_pods_on: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: `doctor`: the cluster's GPU-sharing ledger.
+    ledger: Ledger | None = None
+    #: What rules work out once per run over the whole input rather than per object (theirs to fill).
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     #: Findings on these facts name the command line's flags (`--kube-version`), as `validate` and `preflight` do;
     #: otherwise this class's arguments (`kube_version`), as a library caller wrote them.
     flags: bool = False

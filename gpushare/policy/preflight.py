@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushare.domain import profiles
+from gpushare.domain import products
 from gpushare.errors import InputError
 from gpushare.kube import installed
 from gpushare.kube.cluster import Cluster, ClusterError
@@ -102,7 +102,7 @@ def _not_checked(settings: InstallerSettings | None, facts: ClusterReading, ctx:
         return []
     compute = settings.compute_allocation
     isolated = bool(settings.isolated_modes)
-    small = settings.gpu_memory_unit == profiles.UNIT_128MIB
+    small = settings.gpu_memory_unit == products.UNIT_128MIB
     missing = []
     scheduler_hidden = facts.denied.get("Pods") or (
         "no kube-scheduler pod in kube-system (ACK's managed scheduler is not visible)"
@@ -110,8 +110,8 @@ def _not_checked(settings: InstallerSettings | None, facts: ClusterReading, ctx:
     if compute and ctx.scheduler_version is None:
         missing.append(NotChecked("kube-scheduler version", "GC403", scheduler_hidden, "--scheduler-version"))
     if compute and ctx.chart_version is None:
-        why = facts.denied.get("helm release Secrets") or f"no deployed {profiles.INSTALLER_CHART} helm release"
-        missing.append(NotChecked(f"{profiles.INSTALLER_CHART} chart version", "GC402", why, "--chart-version"))
+        why = facts.denied.get("helm release Secrets") or f"no deployed {products.INSTALLER_CHART} helm release"
+        missing.append(NotChecked(f"{products.INSTALLER_CHART} chart version", "GC402", why, "--chart-version"))
     if (compute or isolated) and ctx.cgpu_version is None:
         why = "the API does not show the cGPU version"
         missing.append(NotChecked("cGPU version", "GC402, GC406, GC407, GC408", why, "--cgpu-version"))
@@ -126,8 +126,8 @@ def _not_checked(settings: InstallerSettings | None, facts: ClusterReading, ctx:
         parts = [f"{what} not readable ({why})" for what, why in facts.denied.items() if what != "Pods"]
         if facts.undecided_nodes:
             parts.append(
-                f"nodes {', '.join(facts.undecided_nodes[:3])} report GPU memory that could be {profiles.UNIT_GIB} or "
-                f"{profiles.UNIT_128MIB} units "
+                f"nodes {', '.join(facts.undecided_nodes[:3])} report GPU memory that could be {products.UNIT_GIB} or "
+                f"{products.UNIT_128MIB} units "
                 f"and carry no GPU memory label ({', '.join(installed.GPU_MEMORY_LABELS)})"
             )
         why = "; ".join(parts) or "no device plugin DaemonSet, installer release or GPU node says which"
@@ -154,7 +154,8 @@ def preflight(
         chart_version=flags.get("chart_version") or (release.chart_version if release else None),
         scheduler_name=flags.get("scheduler_name") or (release.scheduler_name if release else None),
         cluster_created=facts.created,
-        extra={"current_units": facts.units, "gpu_pods": facts.gpu_pod_keys},
+        current_units=facts.units,
+        gpu_pods=facts.gpu_pod_keys,
         flags=True,
     )
     sources = [Source(settings_doc, where)]

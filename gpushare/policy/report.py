@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TextIO
 
 from gpushare import __version__
 from gpushare.domain import kinds
@@ -133,3 +133,16 @@ def to_sarif(report: Report, rules: Iterable[Rule]) -> dict[str, Any]:
             }
         ],
     }
+
+
+def write(report: Report, form: str, out: TextIO) -> None:
+    """The findings in the form asked for: text for people, JSON for pipelines, SARIF for code scanning."""
+    from gpushare import output
+    from gpushare.policy.rules import RULES
+
+    if form == "json":
+        out.write(output.dumps(to_dict(report)) + "\n")
+    elif form == "sarif":
+        out.write(output.dumps(to_sarif(report, RULES)) + "\n")
+    else:
+        out.write(to_text(report))

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from gpushare.domain import cgpu, kinds, labels, profiles
+from gpushare.domain import cgpu, kinds, labels, products
 from gpushare.domain.versions import (
     CONFIG_APIS,
     KUBE_SCHEDULER_IMAGE,
@@ -154,7 +154,7 @@ class SchedulerSettings(Component):
         json_schema_extra={"enum": ["auto", *CONFIG_APIS]},
     )
     name: str = Field(
-        profiles.SECONDARY_SCHEDULER_NAME,
+        products.SECONDARY_SCHEDULER_NAME,
         description="schedulerName of the secondary scheduler; pods opt in with spec.schedulerName.",
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         max_length=63,
@@ -195,7 +195,7 @@ class DevicePluginImage(Image):
     repository: str = Field(
         description="Image repository, without tag: [registry[:port]/]path, as the OCI distribution reference "
         "grammar defines it (lowercase path components). Empty: given at install time (a chart only); the default "
-        f"with {profiles.UNIT_128MIB} units or compute allocation on ACK, which need ACK's own device plugin image.",
+        f"with {products.UNIT_128MIB} units or compute allocation on ACK, which need ACK's own device plugin image.",
         max_length=255,
         pattern=_PLUGIN_REPOSITORY_PATTERN,
     )
@@ -246,7 +246,7 @@ class InstallerSettings(_Model):
     )
 
     profile: Literal["ack", "open-source"] = Field(
-        profiles.ACK,
+        products.ACK,
         description="ack: ACK Pro components and rules; open-source: upstream gpushare extender and "
         "device plugin on any cluster.",
     )
@@ -320,8 +320,8 @@ class InstallerSettings(_Model):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        name = data.get("profile", profiles.ACK)
-        profile = profiles.PROFILES.get(name) if isinstance(name, str) else None
+        name = data.get("profile", products.ACK)
+        profile = products.PROFILES.get(name) if isinstance(name, str) else None
         if profile is None:
             return data  # the Literal check reports the bad profile
         data.setdefault("gpuMemoryUnit", data.pop("gpu_memory_unit", profile.memory_units[0]))
@@ -348,8 +348,8 @@ class InstallerSettings(_Model):
         return data
 
     @property
-    def profile_info(self) -> profiles.Profile:
-        return profiles.PROFILES[self.profile]
+    def profile_info(self) -> products.Profile:
+        return products.PROFILES[self.profile]
 
     @property
     def version(self) -> KubeVersion | None:
@@ -358,7 +358,7 @@ class InstallerSettings(_Model):
     @property
     def served_scheduler_name(self) -> str:
         """The spec.schedulerName whose pods reach the extender: the secondary scheduler's, else the default one."""
-        return profiles.served_scheduler(self.scheduler.mode, self.scheduler.name)
+        return products.served_scheduler(self.scheduler.mode, self.scheduler.name)
 
     @property
     def plugin_at_install(self) -> bool:
@@ -405,12 +405,12 @@ def is_open_source_plugin(image: Image) -> bool:
 def ack_plugin_features(profile: str, unit: Any, compute: Any) -> list[str]:
     """What of the settings only ACK's own device plugin serves: 128MiB units (the open-source plugin knows GiB and
     MiB), compute allocation (it reports no gpu-core.percentage capacity; facts section 1)."""
-    if profile != profiles.ACK:
+    if profile != products.ACK:
         return []
     return [
         name
         for name, wanted in (
-            (f"{profiles.UNIT_128MIB} units", unit == profiles.UNIT_128MIB),
+            (f"{products.UNIT_128MIB} units", unit == products.UNIT_128MIB),
             ("compute allocation", compute is True),
         )
         if wanted
@@ -436,7 +436,7 @@ DEFAULT_RESOURCES: dict[str, dict[str, dict[str, str]]] = {
 
 def _registry(profile: str, region: Any) -> str:
     """ACK pulls from the cluster's regional registry; elsewhere the public Hangzhou registry serves."""
-    if profile == profiles.ACK and isinstance(region, str) and region:
+    if profile == products.ACK and isinstance(region, str) and region:
         return f"registry-{region}.ack.aliyuncs.com/acs"
     return "registry.cn-hangzhou.aliyuncs.com/acs"
 

@@ -14,7 +14,7 @@ from differential import Scenario
 from kube import gpu_node
 from test_differential import create, delete, outcome, scheduler  # noqa: F401  (the fixture, by its name)
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement import Semantics
 from gpushare.planner import headroom
 

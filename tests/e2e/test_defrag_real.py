@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from test_capacity_real import as_running, replica
 from test_differential import create, delete, outcome, scheduler  # noqa: F401  (the fixture, by its name)
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.kube.documents import from_objects
 from gpushare.placement import Semantics
 from gpushare.planner.defrag import Defrag, defragment

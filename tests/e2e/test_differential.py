@@ -33,7 +33,7 @@ from kubernetes.client.exceptions import ApiException
 from standin_extender import SETTLE_PREFIX, StandIn
 from test_extender_binding import rendered_scheduler
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement import Semantics, place
 
 pytestmark = pytest.mark.e2e

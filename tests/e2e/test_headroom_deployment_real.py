@@ -19,7 +19,7 @@ from test_capacity_real import as_running, replica
 from test_differential import create, delete, outcome, scheduler  # noqa: F401  (the fixture, by its name)
 from toolchain import CONTROLLER_MINORS
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement import Semantics
 from gpushare.planner import headroom
 

@@ -25,7 +25,7 @@ from standin_extender import SETTLE_PREFIX, StandIn
 from test_differential import NOWHERE, _pods, outcome, running_scheduler
 
 from gpushare.domain.kubescheduler import num_feasible_nodes_to_find
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement import Semantics, place
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ from test_capacity_real import replica
 from test_defrag_real import bound_to
 from test_differential import create, delete, outcome, scheduler  # noqa: F401  (the fixture, by its name)
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.kube.documents import Source, from_objects
 from gpushare.placement import Semantics
 from gpushare.planner.pools import Fleet, copies, read_pool, size, size_mix, size_pool

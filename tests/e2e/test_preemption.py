@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 from preemption import Case, classes, scenario
 from test_differential import create, delete, running_scheduler
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement import Semantics, place
 
 pytestmark = pytest.mark.e2e

@@ -12,15 +12,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.kube.documents import Source
 from gpushare.placement import Semantics, framework
 from gpushare.placement.framework import Plugin
 from gpushare.placement.inputs import build
 from gpushare.placement.model import Node, Pod
-from gpushare.placement.profiles import Profile
-from gpushare.placement.profiles import profile as profile_of
-from gpushare.placement.run import charge_existing
+from gpushare.placement.pluginsets import Profile
+from gpushare.placement.pluginsets import profile as profile_of
+from gpushare.placement.simulation import charge_existing
 
 Obj = dict[str, Any]
 

@@ -42,7 +42,7 @@ def asking(memory: int = 0, core: int = 0, count: int | None = None, name: str =
 def bound(i: int, memory: int, index: int, core: int = 0, on: str = "n") -> dict[str, Any]:
     found = asking(memory, core, name=f"b{i}")
     found["spec"]["nodeName"] = on
-    found["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": str(index)}
+    found["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": str(index), "ALIYUN_COM_GPU_MEM_POD": str(memory)}
     return found
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from plugintables import node, pod
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement import Semantics, place
 from gpushare.placement.model import Node, Pod
 from gpushare.placement.plugins.defaultpreemption import Candidate, pick

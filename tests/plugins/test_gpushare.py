@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from plugintables import cluster, container, node, pod
 
-from gpushare.placement.plugins.gpushare import ONE_DEVICE, GpuShare
+from gpushare.placement.plugins.extender import ONE_DEVICE, GpuShare
 
 GPU_MEM = "aliyun.com/gpu-mem"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from plugintables import cluster, node, pod
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement.plugins.interpodaffinity import InterPodAffinity
 
 GENERIC = "node(s) didn't match pod affinity/anti-affinity"

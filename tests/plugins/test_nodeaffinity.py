@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from plugintables import cluster, node, pod
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement.plugins.nodeaffinity import NodeAffinity
 
 MINORS = [20, 21, 28, 36]

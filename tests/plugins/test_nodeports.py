@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.kube.podspec import HostPort
 from gpushare.placement import Semantics, place
 from gpushare.placement.plugins.nodeports import REASON, conflicts

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from plugintables import cluster, container, node, pod
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement.framework import Plugin
 from gpushare.placement.plugins.noderesources import BalancedAllocation, Fit, LeastAllocated
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from plugintables import cluster, node, pod
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement.plugins.podtopologyspread import PodTopologySpread
 
 HOST = "kubernetes.io/hostname"

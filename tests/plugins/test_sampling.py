@@ -11,11 +11,11 @@ import pytest
 from plugintables import node, pod
 
 from gpushare.domain.kubescheduler import num_feasible_nodes_to_find
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.kube.documents import Source
 from gpushare.placement import Semantics, place
 from gpushare.placement.inputs import build
-from gpushare.placement.profiles import profile
+from gpushare.placement.pluginsets import profile
 from gpushare.placement.sampling import Sampler, search_order, zone_key
 
 Obj = dict[str, Any]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from plugintables import cluster, node, pod, taint, toleration
 
-from gpushare.domain.scoringprofiles import scoring_profile
+from gpushare.domain.minors import scoring_profile
 from gpushare.placement.plugins.tainttoleration import TaintToleration
 
 MINORS = [20, 23, 24, 28, 33, 34, 36]

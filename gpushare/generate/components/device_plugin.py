@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare.domain import labels, profiles
+from gpushare.domain import labels, products
 from gpushare.generate.components.common import (
     NODE_NAME_ENV,
     POD_SECURITY,
@@ -32,7 +32,7 @@ NODE_MODE_LABEL = "gpushare.io/node-mode"
 
 def node_selectors(ctx: ChartValues) -> dict[str | None, dict[str, str]]:
     """Node mode -> the labels that pick its nodes (None: the single upstream DaemonSet)."""
-    if ctx.settings.profile == profiles.OPEN_SOURCE:
+    if ctx.settings.profile == products.OPEN_SOURCE:
         key, value = labels.OPEN_SOURCE_NODE_LABEL
         return {None: {key: value}}
     return {mode: {labels.SCHEDULE_LABEL: mode} for mode in ctx.settings.isolation}
@@ -40,8 +40,8 @@ def node_selectors(ctx: ChartValues) -> dict[str | None, dict[str, str]]:
 
 def daemonset(ctx: ChartValues, mode: str | None, selector: dict[str, str]) -> dict[str, Any]:
     unit = ctx.v("gpuMemoryUnit").value
-    if unit == profiles.UNIT_1GIB and is_open_source_plugin(ctx.settings.device_plugin.image):
-        unit = profiles.UNIT_GIB  # the open-source plugin knows GiB and MiB only (upstream-plugin cmd/nvidia/main.go)
+    if unit == products.UNIT_1GIB and is_open_source_plugin(ctx.settings.device_plugin.image):
+        unit = products.UNIT_GIB  # the open-source plugin knows GiB and MiB only (upstream-plugin cmd/nvidia/main.go)
     plugin = container(
         ctx,
         "devicePlugin",

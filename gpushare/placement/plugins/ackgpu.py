@@ -10,7 +10,7 @@ from gpushare.domain.kubescheduler import GPU_NODE_MODE
 from gpushare.domain.labels import Placement
 from gpushare.placement.framework import Cycle, Plugin
 from gpushare.placement.model import Gpu, Node, Pod
-from gpushare.placement.plugins.gpushare import GpuShare, kind
+from gpushare.placement.plugins.extender import GpuShare
 
 
 class GpuNodeMode(Plugin):
@@ -39,17 +39,9 @@ class AckGpuShare(GpuShare):
     def __init__(self, placement: Placement, cgpu_max_pods_per_gpu: int) -> None:
         self.placement = placement
         self.cgpu_max_pods_per_gpu = cgpu_max_pods_per_gpu
-
-    def indices(self, annotation: object) -> tuple[int, ...] | None:
-        """ACK's multi-GPU pods name every device they span: `0,1`."""
-        try:
-            return tuple(int(i) for i in str(annotation).split(",")) if str(annotation or "").strip() else None
-        except ValueError:
-            return None
-
-    def charged(self, pod: Pod) -> int:
-        """ACK's scheduler charges a bound pod what it asks."""
-        return pod.gpu_mem
+        #: ACK's scheduler's reading of a bound pod's annotations: its allocation (multi-GPU pods name each device
+        #: there), else the old extender's, as it reads them back (`kube.ledger.held`).
+        self.grammar = "ack"
 
     def devices(self, gpu_mem: int, gpu_count: int) -> int:
         """ACK's device plugin always reports gpu-count; a node without it is taken as one GPU holding the memory."""
@@ -68,12 +60,17 @@ class AckGpuShare(GpuShare):
         return kind != "compute" or gpu.core_free > 0
 
     def usable(self, gpu: Gpu, pod: Pod, node: Node) -> bool:
-        if gpu.free < pod.per_gpu or not self.eligible(gpu, node, kind(pod)):
+        if gpu.free < pod.per_gpu or not self.eligible(gpu, node, pod.gpu_kind):
             return False
         return not pod.core or gpu.core_free >= pod.core
 
     def limit_reason(self) -> str:
         return f"GPU pod limit reached ({self.cgpu_max_pods_per_gpu} pods per GPU on cgpu nodes)"
+
+    def holds(self, node: Node, pod: Pod, gpus: list[Gpu], unit: str) -> str:
+        """The node's label mode first (a relabelled node may no longer share), then the devices."""
+        reasons = _MODE.filter(node, pod, None)
+        return reasons[0] if reasons else super().holds(node, pod, gpus, unit)
 
     def choose_gpus(self, node: Node, pod: Pod) -> list[Gpu]:
         if not pod.wants_gpu:
@@ -90,3 +87,6 @@ class AckGpuShare(GpuShare):
         spread the smallest; ties by node name. ACK's own node scoring is not public."""
         allocated = node.allocated
         return (-allocated if self.placement == "binpack" else allocated, node.name)
+
+
+_MODE = GpuNodeMode()

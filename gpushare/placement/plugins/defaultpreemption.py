@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from gpushare.domain.kubescheduler import ScoringProfile
-from gpushare.placement.framework import Rejection
+from gpushare.placement.framework import Candidate, Outcome, Rejection
 from gpushare.placement.model import Node, Pod
 from gpushare.placement.priorities import DisruptionBudget
 
@@ -42,32 +41,6 @@ _INT32_SPAN = 2**31
 
 #: Whether a pod fits a node on the framework's filters alone (no extender), the pods there as they are now.
 Fits = Callable[[Node, Pod], Rejection | None]
-
-
-@dataclass(frozen=True)
-class Candidate:
-    node: Node
-    victims: tuple[Pod, ...]  # in the order they were found: budget violators first, each group most important first
-    violations: int  # victims whose deletion goes past a PodDisruptionBudget
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What PostFilter did for a pod that fits no node."""
-
-    chosen: Candidate | None
-    tied: int  # candidates the choice could not tell apart (kube-scheduler picks among them at random)
-    #: The status message (what the FitError's text gets), "" if none; its code was an error (`error`), which 1.24
-    #: does not write into the pod's message.
-    message: str
-    error: bool = False
-    #: kube-scheduler clears the pod's nominatedNodeName (a FitError with no candidate); else it leaves it.
-    clears_nomination: bool = False
-    #: Each node's answer for `--explain`: its victims, or why it has none.
-    by_node: tuple[tuple[str, str], ...] = ()
-    #: kube-scheduler 1.20-1.21 panics choosing among candidates one of which has no victim (pickOneNodeForPreemption
-    #: reads the first victim of each candidate tied on budget violations): it exits, and again on every restart.
-    panics: bool = False
 
 
 def importance(pod: Pod) -> tuple[int, str]:

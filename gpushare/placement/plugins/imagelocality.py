@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpushare.domain.kubescheduler import IMAGE_LOCALITY, MAX_NODE_SCORE
-from gpushare.placement.framework import Plugin
+from gpushare.placement.framework import LOCAL, Plugin
 from gpushare.placement.model import Node, Pod
 
 _MB = 1024 * 1024
@@ -31,3 +31,19 @@ class ImageLocality(Plugin):
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [score(n, pod) for n in feasible]
+
+    def score_hook(self) -> str | None:
+        return LOCAL
+
+    def node_score(self, node: Node, pod: Pod) -> int:
+        return score(node, pod)
+
+    def prepare(self, nodes: Sequence[Node]) -> object:
+        """The images some node holds: only these score anywhere."""
+        return frozenset(image for node in nodes for image in node.image_scores)
+
+    def pod_key(self, pod: Pod, prepared: object) -> object:
+        """The pod's images some node holds, and (for its ceiling) how many it names; with none held anywhere it
+        scores 0 on every node, whatever the pod names."""
+        held = tuple(image for image in pod.images if isinstance(prepared, frozenset) and image in prepared)
+        return (held, len(pod.images)) if held else ((), 0)

@@ -55,6 +55,8 @@ def hint(waiting: Pod, reasons: set[str], bound: Pod) -> bool:
 
 class InterPodAffinity(Plugin):
     name = INTER_POD_AFFINITY
+    liftable = LIFTABLE
+    unresolvable_reasons = frozenset({AFFINITY_RULES})
 
     def __init__(self, scheduler: ScoringProfile) -> None:
         self.scheduler = scheduler
@@ -88,6 +90,18 @@ class InterPodAffinity(Plugin):
         """The pod's required affinity unmet is UnschedulableAndUnresolvable (no deletion can bring a matching pod);
         anti-affinity, the pod's or the bound pods', is not."""
         return AFFINITY_RULES in reasons
+
+    def hint(self, waiting: Pod, reasons: set[str], bound: Pod) -> bool:
+        return hint(waiting, reasons, bound)
+
+    def indexed(self, pod: Pod) -> bool:
+        """The filter reads the pod's PreFilter counts: a pod that needs none (`needs_cycle`) it never rejects."""
+        return True
+
+    def scores_alike(self, pods: Sequence[Pod], nodes: Sequence[Node]) -> bool:
+        """No pod to place and none bound has pod affinity: every node scores 0. Otherwise its score depends on other
+        pods' domains, which the index does not hold (every pod is then scored node by node)."""
+        return all(p.pod_affinity is None for p in pods) and all(b.pod_affinity is None for n in nodes for b in n.bound)
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         """Required affinity met in the node's domains, no anti-affinity either way."""

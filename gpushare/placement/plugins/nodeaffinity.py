@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from gpushare.domain.kubescheduler import NODE_AFFINITY, ScoringProfile
 from gpushare.kube.podspec import Requirement
-from gpushare.placement.framework import Cycle, Plugin, default_normalize
+from gpushare.placement.framework import GROUPED, Cycle, Plugin, default_normalize
 from gpushare.placement.model import Node, Pod
 
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -80,3 +80,15 @@ class NodeAffinity(Plugin):
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return normalize([raw_score(n, pod) for n in feasible])
+
+    def score_hook(self) -> str | None:
+        return GROUPED
+
+    def pod_key(self, pod: Pod, prepared: object) -> object:
+        return pod.preferred
+
+    def raw_score(self, node: Node, pod: Pod) -> int:
+        return raw_score(node, pod)
+
+    def normalize(self, raws: list[int]) -> list[int]:
+        return normalize(raws)

@@ -31,6 +31,9 @@ def wants(pod: Pod) -> bool:
 class NodePorts(Plugin):
     name = NODE_PORTS
 
+    def indexed(self, pod: Pod) -> bool:
+        return not wants(pod)
+
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         for wanted in pod.host_ports:
             if conflicts(node.ports, wanted):

@@ -14,7 +14,7 @@ from gpushare.domain.kubescheduler import (
     NODE_RESOURCES_FIT,
     ScoringProfile,
 )
-from gpushare.placement.framework import Cycle, Plugin
+from gpushare.placement.framework import USAGE, Cycle, Plugin
 from gpushare.placement.model import Node, Pod
 
 TOO_MANY_PODS = "Too many pods"
@@ -141,6 +141,35 @@ class Fit(Plugin):
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [least_allocated(n, pod.nz_cpu, pod.nz_memory, self.scheduler) for n in feasible]
 
+    # --- what the fast path reads: the resources a node keeps for good within a run -------------------------------
+
+    def indexed(self, pod: Pod) -> bool:
+        """The score index files nodes by what they have left of every resource; it holds GPU memory at node level
+        as the extender asks it on one device, so a pod whose node-level request differs (an init container's) or
+        that asks compute at node level is checked node by node."""
+        return pod.node_gpu_mem == pod.gpu_mem and not pod.node_core
+
+    def score_hook(self) -> str | None:
+        return USAGE
+
+    def pod_key(self, pod: Pod, prepared: object) -> object:
+        return (pod.nz_cpu, pod.nz_memory)
+
+    def node_score(self, node: Node, pod: Pod) -> int:
+        return least_allocated(node, pod.nz_cpu, pod.nz_memory, self.scheduler)
+
+    def lacking(self, node: Node, pod: Pod) -> list[str]:
+        return lacking(node, pod)
+
+    def exhausted(self, node: Node, pod: Pod) -> bool:
+        return exhausted(node, pod)
+
+    def could_ever_fit(self, node: Node, pod: Pod) -> bool:
+        return could_ever_fit(node, pod)
+
+    def beyond_allocatable(self, node: Node, pod: Pod) -> bool:
+        return beyond_allocatable(node, pod)
+
 
 class LeastAllocated(Fit):
     """NodeResourcesLeastAllocated (v1beta1 and the Policy API): Fit's score as a plugin of its own, no filter."""
@@ -159,3 +188,12 @@ class BalancedAllocation(Plugin):
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return [balanced(n, pod, self.scheduler) for n in feasible]
+
+    def score_hook(self) -> str | None:
+        return USAGE
+
+    def pod_key(self, pod: Pod, prepared: object) -> object:
+        return (pod.cpu, pod.memory, pod.nz_cpu, pod.nz_memory)
+
+    def node_score(self, node: Node, pod: Pod) -> int:
+        return balanced(node, pod, self.scheduler)

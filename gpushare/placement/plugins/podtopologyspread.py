@@ -25,7 +25,7 @@ from gpushare.domain.kubescheduler import MAX_NODE_SCORE, POD_TOPOLOGY_SPREAD, S
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping, sequence
 from gpushare.kube.podspec import LabelSelector, SelectorError, SpreadConstraint, from_set, parse_selector, tolerates
-from gpushare.placement.framework import Cycle, Plugin
+from gpushare.placement.framework import SPREAD, Cycle, Plugin
 from gpushare.placement.model import Node, Pod
 from gpushare.placement.plugins.nodeaffinity import matches_required
 
@@ -269,6 +269,8 @@ def normalize(raw: list[int], ignored: list[bool]) -> list[int]:
 
 class PodTopologySpread(Plugin):
     name = POD_TOPOLOGY_SPREAD
+    liftable = LIFTABLE
+    unresolvable_reasons = frozenset({SPREAD_MISSING_LABEL})
 
     def __init__(self, scheduler: ScoringProfile) -> None:
         self.scheduler = scheduler
@@ -311,6 +313,41 @@ class PodTopologySpread(Plugin):
     def unresolvable(self, reasons: Sequence[str], node: Node, pod: Pod) -> bool:
         """A node without a hard constraint's topology key is UnschedulableAndUnresolvable; a skew is not."""
         return SPREAD_MISSING_LABEL in reasons
+
+    def hint(self, waiting: Pod, reasons: set[str], bound: Pod) -> bool:
+        return hint(waiting, reasons, bound)
+
+    # --- what the fast path reads: the soft constraints' counts (`fast.scoreindex.Spread`) ------------------------
+
+    def indexed(self, pod: Pod) -> bool:
+        """Without hard constraints the filter has nothing to say (with them, the pod needs its PreFilter counts)."""
+        return not pod.hard_spread
+
+    def score_hook(self) -> str | None:
+        return SPREAD
+
+    def pod_key(self, pod: Pod, prepared: object) -> object:
+        """The constraints' shape (their selectors are counted by a `Spread` each)."""
+        shape = tuple((c.topology_key, c.max_skew, c.honor_affinity, c.honor_taints) for c in pod.spread)
+        return (shape, pod.spread_own)
+
+    def spread_included(self, node: Node, pod: Pod, constraint: SpreadConstraint) -> bool:
+        return included(node, pod, constraint)
+
+    def spread_weights(self, keys: Sequence[str], hosts: int, domains: Sequence[int]) -> list[float]:
+        return weights(keys, hosts, domains)
+
+    def spread_raw(
+        self,
+        constraints: Sequence[SpreadConstraint],
+        values: Sequence[str | None],
+        counts: Sequence[int],
+        weights: Sequence[float],
+    ) -> int:
+        return raw_score(constraints, values, counts, weights, self.scheduler)
+
+    def spread_normalize(self, raw: list[int], ignored: list[bool]) -> list[int]:
+        return normalize(raw, ignored)
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         """Placing the pod here must keep each hard constraint's skew within maxSkew."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from gpushare.domain.kubescheduler import TAINT_TOLERATION, ScoringProfile
 from gpushare.kube.podspec import tolerates
-from gpushare.placement.framework import Cycle, Plugin, default_normalize
+from gpushare.placement.framework import GROUPED, Cycle, Plugin, default_normalize
 from gpushare.placement.model import Node, Pod
 
 
@@ -39,3 +39,15 @@ class TaintToleration(Plugin):
 
     def score(self, pod: Pod, feasible: Sequence[Node], all_nodes: Sequence[Node]) -> list[int] | None:
         return normalize([raw_score(n, pod) for n in feasible])
+
+    def score_hook(self) -> str | None:
+        return GROUPED
+
+    def pod_key(self, pod: Pod, prepared: object) -> object:
+        return pod.tolerations
+
+    def raw_score(self, node: Node, pod: Pod) -> int:
+        return raw_score(node, pod)
+
+    def normalize(self, raws: list[int]) -> list[int]:
+        return normalize(raws)

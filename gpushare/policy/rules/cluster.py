@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpushare.domain import cgpu, labels, profiles, sources
+from gpushare.domain import cgpu, labels, products, sources
 from gpushare.domain.versionstr import at_least, numbers, valid
 from gpushare.errors import counted, listed
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
@@ -32,9 +32,9 @@ def _compute_minimums(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     if not uses_compute(ctx):
         return
     for flag, value, minimum in (
-        ("--kube-version", ctx.kube_version, profiles.MIN_KUBE_COMPUTE),
-        ("--chart-version", ctx.chart_version, profiles.MIN_CHART_COMPUTE),
-        ("--cgpu-version", ctx.cgpu_version, profiles.MIN_CGPU_COMPUTE),
+        ("--kube-version", ctx.kube_version, products.MIN_KUBE_COMPUTE),
+        ("--chart-version", ctx.chart_version, products.MIN_CHART_COMPUTE),
+        ("--cgpu-version", ctx.cgpu_version, products.MIN_CGPU_COMPUTE),
     ):
         if value and valid(value) and not at_least(value, minimum):
             yield flag, value, f">= {minimum} for compute allocation"
@@ -45,14 +45,14 @@ def _scheduler(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
         return
     version = ctx.scheduler_version
     minor = numbers(ctx.kube_version or version)[1:2]
-    minimum = profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE.get(minor[0]) if minor else None
+    minimum = products.ACK_MIN_SCHEDULER_FOR_COMPUTE.get(minor[0]) if minor else None
     if minimum and not at_least(version, minimum):
         yield "--scheduler-version", version, f"at least {minimum} on ACK 1.{minor[0]} for compute allocation"
 
 
 def _undocumented_scheduler(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     """Past the newest minor ACK's table names, GC403 cannot decide: say so rather than guess a minimum."""
-    minor, table = ctx.kube_minor, profiles.ACK_MIN_SCHEDULER_FOR_COMPUTE
+    minor, table = ctx.kube_minor, products.ACK_MIN_SCHEDULER_FOR_COMPUTE
     if uses_compute(ctx) and minor is not None and minor > max(table):
         documented = ", ".join(f"1.{m}: {v}" for m, v in table.items())
         yield (
@@ -67,15 +67,15 @@ def _region(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     settings_say_so = ctx.settings is not None and ctx.settings.compute_allocation and ctx.settings.region == ctx.region
     if settings_say_so:
         return  # GS107 reports it on the settings document
-    if uses_compute(ctx) and ctx.region and ctx.region not in profiles.COMPUTE_REGIONS:
-        yield "--region", ctx.region, f"a region with compute allocation: {', '.join(profiles.COMPUTE_REGIONS)}"
+    if uses_compute(ctx) and ctx.region and ctx.region not in products.COMPUTE_REGIONS:
+        yield "--region", ctx.region, f"a region with compute allocation: {', '.join(products.COMPUTE_REGIONS)}"
 
 
 def _small_unit(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
-    small = ctx.memory_unit == profiles.UNIT_128MIB
+    small = ctx.memory_unit == products.UNIT_128MIB
     version = ctx.kube_version
-    if small and version and valid(version) and not at_least(version, profiles.MIN_ACK_SMALL_UNIT):
-        yield "--kube-version", ctx.kube_version, f">= {profiles.MIN_ACK_SMALL_UNIT} for {profiles.UNIT_128MIB} units"
+    if small and version and valid(version) and not at_least(version, products.MIN_ACK_SMALL_UNIT):
+        yield "--kube-version", ctx.kube_version, f">= {products.MIN_ACK_SMALL_UNIT} for {products.UNIT_128MIB} units"
 
 
 def _deadlock(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
@@ -113,7 +113,7 @@ def installs_cgpu(ctx: ClusterFacts) -> bool:
     """The driver and Docker floors are cGPU's prerequisites (seed 004): they hold where the settings serve cgpu or
     core_mem nodes on ACK, or where no settings say (the flags alone: the user asks about cGPU)."""
     settings = ctx.settings
-    return settings is None or (settings.profile == profiles.ACK and bool(settings.isolated_modes))
+    return settings is None or (settings.profile == products.ACK and bool(settings.isolated_modes))
 
 
 def _driver(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
@@ -133,10 +133,10 @@ def _docker(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
 def _unit_switch(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     """From a live read (preflight): the units installed now, each where it was read, and the pods holding GPU
     memory. `GiB` and `1GiB` are one unit; any witness of another unit is a switch."""
-    readings, pods = ctx.extra.get("current_units") or [], ctx.extra.get("gpu_pods") or []
+    readings, pods = ctx.current_units, list(ctx.gpu_pods)
     if ctx.settings is None or not pods:
         return
-    wanted = profiles.MIB_PER_UNIT[ctx.settings.gpu_memory_unit]
+    wanted = products.MIB_PER_UNIT[ctx.settings.gpu_memory_unit]
     other = [r for r in readings if r.mib != wanted]
     if other:
         installed = "; ".join(f"{r.unit} ({r.where})" for r in other)
@@ -151,7 +151,7 @@ def _unit_switch(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
 def _relabelled(ctx: ClusterFacts) -> list[tuple[str, str, str]]:
     """From `gpushare diff`: (node, mode before, mode after) for each GPU node whose ack.node.gpu.schedule the
     change sets to another mode."""
-    return list(ctx.extra.get("relabelled") or [])
+    return list(ctx.relabelled)
 
 
 def _core_mem_by_label(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
@@ -166,7 +166,7 @@ def _core_mem_by_label(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
 
 
 def _mode_under_pods(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
-    on = ctx.extra.get("gpu_pods_on") or {}
+    on = ctx.gpu_pods_on
     busy = [
         f"{node} ({before} -> {after}, {counted(len(on[node]), 'GPU pod')})"
         for node, before, after in _relabelled(ctx)
@@ -186,23 +186,23 @@ def _created_before(ctx: ClusterFacts, day: str) -> bool:
 
 
 def _restart_for_small_unit(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
-    small = ctx.memory_unit == profiles.UNIT_128MIB
-    if small and _created_before(ctx, profiles.SMALL_UNIT_RESTART_BEFORE):
+    small = ctx.memory_unit == products.UNIT_128MIB
+    if small and _created_before(ctx, products.SMALL_UNIT_RESTART_BEFORE):
         yield (
             "cluster created",
             ctx.cluster_created,
-            f"a scheduler restart first: clusters created before {profiles.SMALL_UNIT_RESTART_BEFORE} need one "
-            f"for {profiles.UNIT_128MIB} units (submit a ticket)",
+            f"a scheduler restart first: clusters created before {products.SMALL_UNIT_RESTART_BEFORE} need one "
+            f"for {products.UNIT_128MIB} units (submit a ticket)",
         )
 
 
 def _upgrade_for_compute(ctx: ClusterFacts, _: ClusterFacts) -> Iterable[Offence]:
     known = ctx.scheduler_version is not None and valid(ctx.scheduler_version)  # then GC403 decides
-    if uses_compute(ctx) and not known and _created_before(ctx, profiles.COMPUTE_UPGRADE_BEFORE):
+    if uses_compute(ctx) and not known and _created_before(ctx, products.COMPUTE_UPGRADE_BEFORE):
         yield (
             "cluster created",
             ctx.cluster_created,
-            f"the new scheduler: clusters created before {profiles.COMPUTE_UPGRADE_BEFORE} do not get it by "
+            f"the new scheduler: clusters created before {products.COMPUTE_UPGRADE_BEFORE} do not get it by "
             "themselves (a ticket for the preview, the old component deleted, the latest installed; GC403 checks the "
             "version when it is known)",
         )
@@ -223,7 +223,7 @@ RULES: tuple[Rule, ...] = (
         "error",
         "cluster",
         "Compute allocation needs Kubernetes >= 1.20, chart >= 1.2.0, cGPU >= 1.0.5",
-        f"Upgrade the cluster or cGPU; a {profiles.INSTALLER_CHART} chart below {profiles.MIN_CHART_COMPUTE} is the "
+        f"Upgrade the cluster or cGPU; a {products.INSTALLER_CHART} chart below {products.MIN_CHART_COMPUTE} is the "
         "old memory-only one: delete it (console: Applications > Helm), then install the latest.",
         sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _compute_minimums,
@@ -259,7 +259,7 @@ RULES: tuple[Rule, ...] = (
         "GC405",
         "error",
         "cluster",
-        f"{profiles.UNIT_128MIB} units need ACK Pro >= {profiles.MIN_ACK_SMALL_UNIT}",
+        f"{products.UNIT_128MIB} units need ACK Pro >= {products.MIN_ACK_SMALL_UNIT}",
         "Upgrade the cluster.",
         sources.section(sources.ACK_MEMORY_UNIT, "Prerequisites"),
         _small_unit,
@@ -346,8 +346,8 @@ RULES: tuple[Rule, ...] = (
         "GC412",
         "warning",
         "cluster",
-        f"Clusters created before {profiles.SMALL_UNIT_RESTART_BEFORE} need a scheduler restart for "
-        f"{profiles.UNIT_128MIB} units",
+        f"Clusters created before {products.SMALL_UNIT_RESTART_BEFORE} need a scheduler restart for "
+        f"{products.UNIT_128MIB} units",
         "Submit a ticket to have the scheduler restarted before switching (unless done since).",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _restart_for_small_unit,
@@ -358,7 +358,7 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "Clusters created before 2022-03-01 need the new scheduler for compute allocation",
         "Submit a ticket to join the preview of the latest shared GPU scheduling, delete the old "
-        f"{profiles.INSTALLER_CHART} (console: Applications > Helm), then install the latest (unless done since; pass "
+        f"{products.INSTALLER_CHART} (console: Applications > Helm), then install the latest (unless done since; pass "
         "--scheduler-version to check).",
         sources.section(sources.ACK_COMPUTE, "Prerequisites"),
         _upgrade_for_compute,

@@ -1,40 +1,41 @@
 """Rules on a live cluster's GPU-sharing ledger (`gpushare doctor`): what the pods bound to each GPU hold by the
 extender's annotations, the device plugin and cGPU installer pods each node needs, the scheduler configuration
 the cluster's minor serves, and a unit switch half done. Each rule reads one pod (`gpu-pod`), one node
-(`gpu-node`) or the whole ledger (`ledger`); the ledger itself is in the facts (`extra["ledger"]`)."""
+(`gpu-node`) or the whole ledger (`ledger`); the ledger itself is in the facts (`ClusterFacts.ledger`), read by
+`gpushare.kube.ledger`, the one reader of those annotations."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from gpushare.domain import labels, sources, versions
 from gpushare.errors import listed
+from gpushare.kube.ledger import GpuNode, GpuPod, Ledger, placed_by_scheduler
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
-
-if TYPE_CHECKING:
-    from gpushare.live.ledger import GpuNode, GpuPod, Ledger
 
 _ANN = labels.ANN_PREFIX
 
 
 def _ledger(ctx: ClusterFacts) -> Ledger:
-    return ctx.extra["ledger"]  # type: ignore[no-any-return]
+    assert ctx.ledger is not None  # the ledger rules run where a ledger was read (`doctor`)
+    return ctx.ledger
 
 
 def _placed_by_extender(pod: GpuPod) -> bool:
-    return any(str(k).startswith(_ANN) for k in pod.workload.annotations)
+    return placed_by_scheduler(pod.workload.annotations)
 
 
 def _index(pod: GpuPod, ctx: ClusterFacts) -> Iterable[Offence]:
     if not _placed_by_extender(pod):
         return  # GL604's
-    field = f"metadata.annotations.{labels.ANN_IDX}"
-    raw = pod.workload.annotations.get(labels.ANN_IDX)
+    allocated = _ledger(ctx).grammar == "ack" and labels.ANN_ALLOCATION in pod.workload.annotations
+    key = labels.ANN_ALLOCATION if allocated else labels.ANN_IDX
+    field = f"metadata.annotations.{key}"
+    raw = pod.workload.annotations.get(key)
     node = _ledger(ctx).nodes[pod.node].info
     if pod.indices is None:
         yield field, raw, "the GPU index the extender wrote at bind: without it the pod is counted on no GPU"
-    elif node.gpu_count and any(i >= node.gpu_count for i in pod.indices):
+    elif node.gpu_count and any(not 0 <= i < node.gpu_count for i in pod.indices):
         yield field, raw, f"GPUs node {pod.node} has (0-{node.gpu_count - 1})"
 
 
@@ -72,9 +73,9 @@ def _double(node: GpuNode, ctx: ClusterFacts) -> Iterable[Offence]:
         return
     per_gpu = info.gpu_mem // info.gpu_count
     for index, pods in sorted(node.held().items()):
-        total = sum(p.per_gpu for p in pods)
+        total = sum(units for _, units in pods)
         if total > per_gpu and len(pods) > 1:
-            held = " + ".join(f"{p.key} ({p.per_gpu})" for p in pods)
+            held = " + ".join(f"{p.key} ({units})" for p, units in pods)
             yield f"GPU {index}", f"{held} = {total}", f"at most {per_gpu} units on one GPU"
 
 

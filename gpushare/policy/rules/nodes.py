@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gpushare.domain import cgpu, labels, listandwatch, profiles, runtimes, sources
+from gpushare.domain import cgpu, labels, listandwatch, products, runtimes, sources
 from gpushare.domain.versionstr import at_least
 from gpushare.kube import nodes
 from gpushare.kube.nodes import NodeInfo
@@ -78,22 +78,22 @@ def _not_docker(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
 
 def _region(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     region = n.region
-    if n.mode == "core_mem" and region and region not in profiles.COMPUTE_REGIONS:
+    if n.mode == "core_mem" and region and region not in products.COMPUTE_REGIONS:
         yield "metadata.labels.topology.kubernetes.io/region", region, "a region with compute allocation"
 
 
 def _small_unit(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
-    if n.mode == "core_mem" and ctx.memory_unit == profiles.UNIT_128MIB:
+    if n.mode == "core_mem" and ctx.memory_unit == products.UNIT_128MIB:
         yield (
             f"metadata.labels.{labels.SCHEDULE_LABEL}",
             n.mode,
-            f"share or cgpu nodes for {profiles.UNIT_128MIB} units, not core_mem",
+            f"share or cgpu nodes for {products.UNIT_128MIB} units, not core_mem",
         )
 
 
 def _mode_not_served(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
     settings = ctx.settings
-    if settings is None or settings.profile != profiles.ACK or n.mode not in labels.SHARED_MODES:
+    if settings is None or settings.profile != products.ACK or n.mode not in labels.SHARED_MODES:
         return
     if n.mode not in settings.isolation:
         yield (
@@ -108,7 +108,7 @@ def _open_source_node(n: NodeInfo, ctx: ClusterFacts) -> bool:
     key, value = labels.OPEN_SOURCE_NODE_LABEL
     labelled = n.labels.get(key) == value
     if ctx.settings is not None:
-        return ctx.settings.profile == profiles.OPEN_SOURCE and (labelled or n.gpu_mem > 0)
+        return ctx.settings.profile == products.OPEN_SOURCE and (labelled or n.gpu_mem > 0)
     return labelled
 
 
@@ -123,7 +123,7 @@ def _default_runtime(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
 
 
 def _mib_list(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
-    if ctx.memory_unit == profiles.UNIT_MIB and n.gpu_count and _open_source_node(n, ctx):
+    if ctx.memory_unit == products.UNIT_MIB and n.gpu_count and _open_source_node(n, ctx):
         size = listandwatch.reply_bytes(n.gpu_count, n.per_gpu)
         if size > listandwatch.KUBELET_RECEIVE_BOUND:
             yield (
@@ -141,8 +141,8 @@ SMALL_UNIT_RULE = Rule(
     "GN309",
     "error",
     "node",
-    f"{profiles.UNIT_128MIB} units are not supported on core_mem nodes",
-    f"Keep {profiles.UNIT_1GIB} units while core_mem nodes serve compute allocation, or move the workloads to share "
+    f"{products.UNIT_128MIB} units are not supported on core_mem nodes",
+    f"Keep {products.UNIT_1GIB} units while core_mem nodes serve compute allocation, or move the workloads to share "
     "nodes.",
     sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
     _small_unit,
@@ -261,7 +261,7 @@ RULES: tuple[Rule, ...] = (
         "warning",
         "node",
         "MiB units: the node's device list outgrows kubelet's gRPC bound, so it reports aliyun.com/gpu-mem 0",
-        f"Serve the node in {profiles.UNIT_GIB} units (the unit is the whole install's: GS123).",
+        f"Serve the node in {products.UNIT_GIB} units (the unit is the whole install's: GS123).",
         sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/nvidia.go (one device per MiB of each GPU)"),
         _mib_list,
         explanation=listandwatch.EXPLANATION,

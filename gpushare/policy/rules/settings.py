@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from gpushare.domain import cgpu, labels, listandwatch, profiles, sources, versions
+from gpushare.domain import cgpu, labels, listandwatch, products, sources, versions
 from gpushare.errors import InputError
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
 
@@ -52,26 +52,26 @@ def _compute_core_mem(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offen
 
 
 def _compute_managed(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.compute_allocation and s.scheduler.mode != profiles.MANAGED:
+    if s.compute_allocation and s.scheduler.mode != products.MANAGED:
         yield "scheduler.mode", s.scheduler.mode, "managed when computeAllocation is true (ACK Pro's scheduler)"
 
 
 def _compute_region(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.compute_allocation and s.region is not None and s.region not in profiles.COMPUTE_REGIONS:
-        yield "region", s.region, f"a region with compute allocation: {', '.join(profiles.COMPUTE_REGIONS)}"
+    if s.compute_allocation and s.region is not None and s.region not in products.COMPUTE_REGIONS:
+        yield "region", s.region, f"a region with compute allocation: {', '.join(products.COMPUTE_REGIONS)}"
 
 
 def _region_typo(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.region is not None and s.region not in profiles.REGIONS and profiles.close_regions(s.region):
-        yield "region", s.region, f"an Alibaba Cloud region ID: {' or '.join(profiles.close_regions(s.region))}?"
+    if s.region is not None and s.region not in products.REGIONS and products.close_regions(s.region):
+        yield "region", s.region, f"an Alibaba Cloud region ID: {' or '.join(products.close_regions(s.region))}?"
 
 
 def _region_unknown(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.region is not None and s.region not in profiles.REGIONS and not profiles.close_regions(s.region):
+    if s.region is not None and s.region not in products.REGIONS and not products.close_regions(s.region):
         yield (
             "region",
             s.region,
-            f"a region gpushare knows ({', '.join(profiles.REGIONS[:3])}, ...): check the spelling; for a newer "
+            f"a region gpushare knows ({', '.join(products.REGIONS[:3])}, ...): check the spelling; for a newer "
             "region, the image repositories are read as registry-<region>.ack.aliyuncs.com",
         )
 
@@ -83,7 +83,7 @@ def _compute_region_unknown(s: InstallerSettings, ctx: ClusterFacts) -> Iterable
 
 def _config_api_served(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     version = s.version
-    if s.scheduler.mode == profiles.MANAGED or s.scheduler.config_api == "auto":
+    if s.scheduler.mode == products.MANAGED or s.scheduler.config_api == "auto":
         return
     if version is None:
         yield (
@@ -101,7 +101,7 @@ def _config_api_served(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offe
 def _config_api_deprecated(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     version = s.version
     api = s.scheduler.config_api
-    if s.scheduler.mode == profiles.MANAGED or version is None or api == "auto":
+    if s.scheduler.mode == products.MANAGED or version is None or api == "auto":
         return
     if api in versions.served_apis(version.minor) and versions.is_deprecated(api, version.minor):
         yield (
@@ -112,25 +112,25 @@ def _config_api_deprecated(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[
 
 
 def _config_api_managed(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.scheduler.mode == profiles.MANAGED and s.scheduler.config_api != "auto":
+    if s.scheduler.mode == products.MANAGED and s.scheduler.config_api != "auto":
         yield "scheduler.configApi", s.scheduler.config_api, "auto with scheduler.mode managed (ACK runs the scheduler)"
 
 
 def _small_unit_cgpu(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.gpu_memory_unit == profiles.UNIT_128MIB and "cgpu" in s.isolation:
+    if s.gpu_memory_unit == products.UNIT_128MIB and "cgpu" in s.isolation:
         yield (
             "isolation",
             s.isolation,
-            f"share nodes for {profiles.UNIT_128MIB} units (cgpu nodes still hold at most 16 pods per GPU)",
+            f"share nodes for {products.UNIT_128MIB} units (cgpu nodes still hold at most 16 pods per GPU)",
         )
 
 
 def _small_unit_autoscaling(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.gpu_memory_unit == profiles.UNIT_128MIB:
+    if s.gpu_memory_unit == products.UNIT_128MIB:
         yield (
             "gpuMemoryUnit",
             s.gpu_memory_unit,
-            f"{profiles.UNIT_1GIB} if node autoscaling must add nodes for pending GPU pods",
+            f"{products.UNIT_1GIB} if node autoscaling must add nodes for pending GPU pods",
         )
 
 
@@ -149,7 +149,7 @@ def _unknown_patch(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]
 def _policy_secondary(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     version = s.version
     if (
-        s.scheduler.mode == profiles.SECONDARY
+        s.scheduler.mode == products.SECONDARY
         and s.scheduler.config_api == versions.POLICY
         and version is not None
         and version.minor > versions.POLICY_SCHEDULER_NAME_UNTIL
@@ -163,7 +163,7 @@ def _policy_secondary(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offen
 
 
 def _control_plane_version(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.scheduler.mode == profiles.CONTROL_PLANE and s.version is None:
+    if s.scheduler.mode == products.CONTROL_PLANE and s.version is None:
         yield (
             "kubernetesVersion",
             None,
@@ -191,34 +191,34 @@ def _compute_average(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offenc
 
 
 def _small_unit_core_mem(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.gpu_memory_unit == profiles.UNIT_128MIB and "core_mem" in s.isolation:
+    if s.gpu_memory_unit == products.UNIT_128MIB and "core_mem" in s.isolation:
         yield (
             "isolation",
             s.isolation,
-            f"share (or cgpu) nodes for {profiles.UNIT_128MIB} units: core_mem is not supported",
+            f"share (or cgpu) nodes for {products.UNIT_128MIB} units: core_mem is not supported",
         )
 
 
 def _small_unit_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     from gpushare.settings.model import is_open_source_plugin  # loaded already: `s` is one of its models
 
-    small = s.gpu_memory_unit == profiles.UNIT_128MIB
-    if s.profile == profiles.ACK and small and is_open_source_plugin(s.device_plugin.image):
+    small = s.gpu_memory_unit == products.UNIT_128MIB
+    if s.profile == products.ACK and small and is_open_source_plugin(s.device_plugin.image):
         yield (
             "devicePlugin.image.repository",
             s.device_plugin.image.repository,
-            f"ACK's own device plugin image for {profiles.UNIT_128MIB} units (--device-plugin-image-repository, or "
-            f"unset for the chart to ask at install; the open-source plugin knows {profiles.UNIT_GIB} and "
-            f"{profiles.UNIT_MIB} only and would report {profiles.UNIT_GIB})",
+            f"ACK's own device plugin image for {products.UNIT_128MIB} units (--device-plugin-image-repository, or "
+            f"unset for the chart to ask at install; the open-source plugin knows {products.UNIT_GIB} and "
+            f"{products.UNIT_MIB} only and would report {products.UNIT_GIB})",
         )
 
 
 def _mib_list(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.gpu_memory_unit == profiles.UNIT_MIB:
+    if s.gpu_memory_unit == products.UNIT_MIB:
         yield (
             "gpuMemoryUnit",
             s.gpu_memory_unit,
-            f"{profiles.UNIT_GIB} units where a node has more GPU memory than {MIB_LIST_LIMITS} MiB (GPUs x "
+            f"{products.UNIT_GIB} units where a node has more GPU memory than {MIB_LIST_LIMITS} MiB (GPUs x "
             "MiB each): the device plugin lists one device per MiB and kubelet refuses a list over "
             f"{listandwatch.KUBELET_RECEIVE_BOUND:,} bytes, leaving aliyun.com/gpu-mem at 0",
         )
@@ -227,7 +227,7 @@ def _mib_list(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
 def _compute_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
     from gpushare.settings.model import is_open_source_plugin  # loaded already: `s` is one of its models
 
-    if s.profile == profiles.ACK and s.compute_allocation and is_open_source_plugin(s.device_plugin.image):
+    if s.profile == products.ACK and s.compute_allocation and is_open_source_plugin(s.device_plugin.image):
         yield (
             "devicePlugin.image.repository",
             s.device_plugin.image.repository,
@@ -237,7 +237,7 @@ def _compute_plugin(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence
 
 
 def _ack_without_ack_scheduler(s: InstallerSettings, ctx: ClusterFacts) -> Iterable[Offence]:
-    if s.profile == profiles.ACK and s.scheduler.mode != profiles.MANAGED:
+    if s.profile == products.ACK and s.scheduler.mode != products.MANAGED:
         for mode in s.isolated_modes:
             yield (
                 "isolation",
@@ -269,8 +269,8 @@ RULES: tuple[Rule, ...] = (
         "error",
         "settings",
         "GPU memory unit must be one the profile supports",
-        f"Use {profiles.UNIT_1GIB} or {profiles.UNIT_128MIB} with profile ack, "
-        f"{profiles.UNIT_GIB} or {profiles.UNIT_MIB} with open-source.",
+        f"Use {products.UNIT_1GIB} or {products.UNIT_128MIB} with profile ack, "
+        f"{products.UNIT_GIB} or {products.UNIT_MIB} with open-source.",
         sources.section(sources.ACK_MEMORY_UNIT, "Prerequisites"),
         _unit,
     ),
@@ -368,7 +368,7 @@ RULES: tuple[Rule, ...] = (
         "GS112",
         "warning",
         "settings",
-        f"{profiles.UNIT_128MIB} units on cgpu nodes still cap a GPU at 16 pods",
+        f"{products.UNIT_128MIB} units on cgpu nodes still cap a GPU at 16 pods",
         "Serve share nodes for fine-grained units, or plan for 16 pods per GPU.",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _small_unit_cgpu,
@@ -377,8 +377,8 @@ RULES: tuple[Rule, ...] = (
         "GS113",
         "warning",
         "settings",
-        f"Node autoscaling does not scale out for {profiles.UNIT_128MIB} requests",
-        f"Keep {profiles.UNIT_1GIB} units in autoscaled node pools.",
+        f"Node autoscaling does not scale out for {products.UNIT_128MIB} requests",
+        f"Keep {products.UNIT_1GIB} units in autoscaled node pools.",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _small_unit_autoscaling,
     ),
@@ -424,8 +424,8 @@ RULES: tuple[Rule, ...] = (
         "GS118",
         "error",
         "settings",
-        f"{profiles.UNIT_128MIB} units are not supported with isolation core_mem",
-        f"Serve share nodes (documented) or cgpu nodes (16 pods per GPU) with {profiles.UNIT_128MIB} units.",
+        f"{products.UNIT_128MIB} units are not supported with isolation core_mem",
+        f"Serve share nodes (documented) or cgpu nodes (16 pods per GPU) with {products.UNIT_128MIB} units.",
         sources.section(sources.ACK_MEMORY_UNIT, "Precautions"),
         _small_unit_core_mem,
         explanation="Checks the settings' isolation modes. GN309 checks the same fact on each Node labelled "
@@ -435,9 +435,9 @@ RULES: tuple[Rule, ...] = (
         "GS119",
         "error",
         "settings",
-        f"{profiles.UNIT_128MIB} units on ACK need ACK's device plugin image",
+        f"{products.UNIT_128MIB} units on ACK need ACK's device plugin image",
         f"Leave devicePlugin.image unset (the chart then asks for ACK's plugin image at install: "
-        f"{profiles.ACK_PLUGIN_LOOKUP} shows it), set it to that image, or use {profiles.UNIT_1GIB} units.",
+        f"{products.ACK_PLUGIN_LOOKUP} shows it), set it to that image, or use {products.UNIT_1GIB} units.",
         sources.section(sources.DEVICE_PLUGIN, "cmd/nvidia/main.go (--memory-unit: GiB or MiB)"),
         _small_unit_plugin,
     ),
@@ -465,7 +465,7 @@ RULES: tuple[Rule, ...] = (
         "settings",
         "Compute allocation on ACK needs ACK's device plugin image",
         f"Leave devicePlugin.image unset (the chart then asks for ACK's plugin image at install: "
-        f"{profiles.ACK_PLUGIN_LOOKUP} shows it), or set it to that image.",
+        f"{products.ACK_PLUGIN_LOOKUP} shows it), or set it to that image.",
         sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/const.go (registers gpu-mem and gpu-count only)"),
         _compute_plugin,
     ),
@@ -474,7 +474,7 @@ RULES: tuple[Rule, ...] = (
         "warning",
         "settings",
         "MiB units: a node's device list must fit kubelet's gRPC bound",
-        f"Use {profiles.UNIT_GIB} units where a node has more GPU memory than the finding lists (validate names such "
+        f"Use {products.UNIT_GIB} units where a node has more GPU memory than the finding lists (validate names such "
         "nodes: GN312).",
         sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/nvidia.go (one device per MiB of each GPU)"),
         _mib_list,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from gpushare.domain import cgpu, labels, profiles, sources, versions
+from gpushare.domain import cgpu, labels, products, sources, versions
 from gpushare.kube import workloads
 from gpushare.kube.fields import mapping
 from gpushare.kube.workloads import Workload
@@ -41,7 +41,7 @@ def served_scheduler(ctx: ClusterFacts) -> str | None:
 
 def _scheduler_name(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
     served = served_scheduler(ctx)
-    named = str(p.spec.get("schedulerName") or profiles.DEFAULT_SCHEDULER_NAME)
+    named = str(p.spec.get("schedulerName") or products.DEFAULT_SCHEDULER_NAME)
     if p.gpu_mem and served and named != served:
         yield "spec.schedulerName", named, f"{served}, the scheduler that calls the gpushare extender"
 
@@ -55,9 +55,9 @@ def _removed_api(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
 
 
 def _named_once(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
-    found = ctx.extra.get("unnamed")
+    found = ctx.memo.get("unnamed")
     if found is None:  # worked out once per run, over every workload read
-        found = ctx.extra["unnamed"] = {id(u.source): u for u in workloads.unnamed(w.source for w in ctx.workloads)}
+        found = ctx.memo["unnamed"] = {id(u.source): u for u in workloads.unnamed(w.source for w in ctx.workloads)}
     offence = found.get(id(p.source))
     if offence is not None:
         yield "metadata.name", mapping(offence.source.obj.get("metadata")).get("name"), offence.allowed
@@ -65,9 +65,9 @@ def _named_once(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
 
 def largest_gpu(ctx: ClusterFacts) -> int:
     """The largest GPU in the inventory, worked out once per run rather than once per pod."""
-    cached = ctx.extra.get("largest_gpu")
+    cached = ctx.memo.get("largest_gpu")
     if cached is None:
-        cached = ctx.extra["largest_gpu"] = max((n.per_gpu for n in ctx.nodes if n.gpu_mem), default=0)
+        cached = ctx.memo["largest_gpu"] = max((n.per_gpu for n in ctx.nodes if n.gpu_mem), default=0)
     return int(cached)
 
 

@@ -1,28 +1,28 @@
-"""`gpushare capacity`: how many more replicas of each template fit on the fleet `place` reads, and why not more."""
+"""`gpushare capacity`: how many more replicas of each template fit on the fleet `place` reads, how many nodes of
+which pool to add for the pending pods, and which moves of running pods would make room for them."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from gpushare.arguments import whole
+from gpushare.commands import fleet
+from gpushare.commands.arguments import whole
 from gpushare.errors import InputError
 from gpushare.kube.documents import read_paths
 from gpushare.kube.workloads import WORKLOAD_KINDS
-from gpushare.placement import command as placement
-from gpushare.placement.inputs import build
-from gpushare.placement.plot import plot_target
-from gpushare.placement.run import run
-from gpushare.planner import report
+from gpushare.placement import Simulation, plot_target
 from gpushare.planner.defrag import MAX_MOVES, defragment
 from gpushare.planner.headroom import headroom_of
 from gpushare.planner.plot import write_capacity_plot
 from gpushare.planner.pools import Fleet, read_pool, size_all
+from gpushare.planner.report import write
 from gpushare.progress import wanted
 
 
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
-    placement.add_arguments(p, "capacity")
+    fleet.add_placement_run(p, ("table", "json"))
+    p.add_argument("workloads", nargs="*", help="Pods and controllers pending: files, directories, -")
     p.add_argument(
         "--pool",
         action="append",
@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
         )
     if args.plot:
         plot_target(args.plot)  # a name it cannot take, or a file of the user's there: refused before any work
-    req = placement.request_of(args)
+    req = fleet.request_of(args)
     # the templates and pools first: a mistake in them is said before the fleet is read
     templates = read_paths(args.template, show_progress=wanted(args.quiet))
     if args.template and not templates:
@@ -87,21 +87,21 @@ def main(args: argparse.Namespace) -> int:
     pools = [read_pool(s) for s in read_paths(args.pool, show_progress=wanted(args.quiet))]
     if args.pool and not pools:
         raise InputError("--pool", ", ".join(args.pool), "files that hold a Node manifest (these hold none)")
-    inputs = placement.read_inputs(req)
-    semantics, notes = placement.semantics_of(req, inputs)
+    inputs = fleet.read_inputs(req)
+    semantics, notes = fleet.semantics_of(req, inputs)
     pending = [s for s in inputs.workloads if s.kind in WORKLOAD_KINDS]
     answers = [
         headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit, args.runs) for t in templates
     ]
     said = _status_line if wanted(args.quiet) else None
     # with templates, the pools are sized for their replicas too (spec.replicas of each: the N more wanted)
-    fleet = (
+    sized = (
         Fleet(inputs.nodes, inputs.existing, pending + templates, semantics, req.input_unit, said) if pools else None
     )
     try:
-        sizings, mix = size_all(fleet, pools) if fleet is not None else ([], None)
+        sizings, mix = size_all(sized, pools) if sized is not None else ([], None)
     finally:  # the status line cleared before the answer, or before Ctrl-C's line
-        if said is not None and fleet is not None:
+        if said is not None and sized is not None:
             print("\r\x1b[K", end="", file=sys.stderr)
     served = [(s.pool, {p.key for p in s.unservable}) for s in sizings]
     defrag = (
@@ -109,9 +109,10 @@ def main(args: argparse.Namespace) -> int:
         if pending
         else None
     )
-    report.write(answers, sizings, mix, defrag, semantics.gpu_memory_unit, req.output, sys.stdout)
+    write(answers, sizings, mix, defrag, semantics.gpu_memory_unit, args.output, sys.stdout)
     if args.plot:
-        state = run(build(inputs.nodes, inputs.existing, pending, semantics, req.input_unit), semantics, draws=False)
+        simulation = Simulation.from_sources(inputs.nodes, inputs.existing, pending, semantics, req.input_unit)
+        state = simulation.run(draws=False)
         shares = [h.per_gpu for h in answers if h.per_gpu] + [p.per_gpu for p in state.pending if p.per_gpu]
         written = write_capacity_plot(state, min(shares, default=0), answers, sizings, args.plot)
         print(f"gpushare: wrote {written}", file=sys.stderr)

@@ -22,7 +22,7 @@ from gpushare.placement.framework import Cycle, Plugin, Rejection
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
 from gpushare.placement.plugins.ackgpu import AckGpuShare, GpuNodeMode
 from gpushare.placement.plugins.defaultpreemption import DefaultPreemption
-from gpushare.placement.plugins.gpushare import GpuShare
+from gpushare.placement.plugins.extender import GpuShare
 from gpushare.placement.plugins.imagelocality import ImageLocality
 from gpushare.placement.plugins.interpodaffinity import InterPodAffinity
 from gpushare.placement.plugins.nodeaffinity import NodeAffinity
@@ -64,6 +64,9 @@ class Profile:
     node_order: Callable[[Node], tuple[float, str]] | None
     #: The device plugin: which GPUs may take a pod, and which it gets.
     gpus: GpuShare
+    #: NodeResourcesFit's filter: what each node has left of every resource (the fast path drops a node that lacks
+    #: one for good).
+    resources: Fit
     #: Problems that make a pod invalid (rule IDs of the workload reader).
     refuses: frozenset[str]
     #: Reads the multi-GPU label (`aliyun.com/gpu-count` on a pod) and GPU compute (node capacity, pod limits).
@@ -87,6 +90,29 @@ class Profile:
     def scored(self) -> bool:
         """Nodes are chosen by kube-scheduler's scores (the fast engine then keeps its score index)."""
         return bool(self.scores)
+
+    @property
+    def filters(self) -> tuple[Plugin, ...]:
+        return (*self.static_filters, *self.dynamic_filters)
+
+    @property
+    def liftable(self) -> frozenset[str]:
+        """Filter reasons a bind elsewhere may lift: the queue keeps such a pod waiting for binds."""
+        return frozenset(reason for p in self.filters for reason in p.liftable)
+
+    @property
+    def unresolvable_reasons(self) -> frozenset[str]:
+        """Filter reasons whose status is UnschedulableAndUnresolvable on any node."""
+        return frozenset(reason for p in self.filters for reason in p.unresolvable_reasons)
+
+    def hint(self, waiting: Pod, reasons: set[str], bound: Pod) -> bool:
+        """The queueing hints of the profile's filters: `bound` being bound may let `waiting` fit."""
+        return any(p.hint(waiting, reasons, bound) for p in self.filters)
+
+    def unindexed(self, pods: Sequence[Pod], nodes: Sequence[Node]) -> list[str]:
+        """The score plugins the fast path's score index does not hold for this run (none declares how, and it does
+        not score every node alike): with any, the fast engine scores every pod node by node, as the reference does."""
+        return [p.name for p, _ in self.scores if p.score_hook() is None and not p.scores_alike(pods, nodes)]
 
     def static_rejection(self, node: Node, pod: Pod) -> Rejection | None:
         """The filters that depend on the node's labels, taints and spec only."""
@@ -130,7 +156,7 @@ class Profile:
         preemption needs it: the filters' hot path never pays for it)."""
         if rejected is None:
             return False
-        plugin = next(p for p in (*self.static_filters, *self.dynamic_filters) if p.name == rejected.plugin)
+        plugin = next(p for p in self.filters if p.name == rejected.plugin)
         return plugin.unresolvable(rejected.reasons, node, pod)
 
     def framework_rejection(self, node: Node, pod: Pod, cycle: Cycle | None = None) -> Rejection | None:
@@ -150,19 +176,23 @@ class Profile:
 
     def bound_gpus(self, node: Node, pod: Pod) -> tuple[Pod, list[Gpu], str]:
         """A pod bound without the scheduler's choice (running already, or created with spec.nodeName): the GPUs it
-        holds, the pod as charged there, and a warning ("" if none). The extender's annotations name its devices
-        (what it reads back: `GpuShare.indices`, `charged`); without them the open-source extender counts it on no
-        device (node level only), while ACK's scheduler knows where it runs, and the dry run assigns it as a bind
-        would (`places_unannotated`)."""
+        holds, the pod as charged there, and a warning ("" if none). The scheduler's annotations name its devices
+        and the units on each (`kube.ledger.held`, in the grammar of `GpuShare.grammar`); without them the
+        open-source extender counts it on no device (node level only), while ACK's scheduler knows where it runs,
+        and the dry run assigns it as a bind would (`places_unannotated`)."""
         if not pod.wants_gpu:
             return pod, [], ""
-        if pod.gpu_indices is not None:
-            gpus = [g for g in node.gpus if g.index in pod.gpu_indices]
-            share = self.gpus.charged(pod) // max(1, len(pod.gpu_indices))
-            gpu_mem, gpu_count = share * len(gpus), max(1, len(gpus))
-            if (gpu_mem, gpu_count) == (pod.gpu_mem, pod.gpu_count):  # as asked: the pod itself, not a copy
+        if pod.gpu_held is not None:
+            by_index = {g.index: g for g in node.gpus}
+            named = [(by_index[i], units) for i, units in pod.gpu_held if i in by_index]  # no such device: nowhere
+            gpus = [g for g, _ in named]
+            shares = tuple(units for _, units in named)
+            per_device = shares if len(set(shares)) > 1 else None
+            gpu_mem = sum(shares) if per_device else (shares[0] if shares else 0) * len(gpus)
+            gpu_count = max(1, len(gpus))
+            if (gpu_mem, gpu_count, per_device) == (pod.gpu_mem, pod.gpu_count, None):  # as asked: the pod itself
                 return pod, gpus, ""
-            return with_changes(pod, gpu_mem=gpu_mem, gpu_count=gpu_count), gpus, ""
+            return with_changes(pod, gpu_mem=gpu_mem, gpu_count=gpu_count, per_device=per_device), gpus, ""
         if not self.places_unannotated:
             return pod, [], ""
         gpus = self.gpus.choose_gpus(node, pod)
@@ -205,14 +235,16 @@ def profile(semantics: Semantics) -> Profile:
     node_filters: tuple[Plugin, ...] = (NodeUnschedulable(), TaintToleration(scheduler), NodeAffinity(scheduler))
     if not upstream:
         node_filters += (GpuNodeMode(),)
+    fit = Fit(scheduler)
     return Profile(
         semantics=semantics,
         static_filters=node_filters,
-        dynamic_filters=(NodePorts(), Fit(scheduler), spread, affinity, gpus),
+        dynamic_filters=(NodePorts(), fit, spread, affinity, gpus),
         prefilters=(spread, affinity),
         scores=_scores(scheduler) if upstream else (),
         node_order=None if upstream or not isinstance(gpus, AckGpuShare) else gpus.node_key,
         gpus=gpus,
+        resources=fit,
         refuses=_UPSTREAM_REFUSES if upstream else _ACK_REFUSES,
         multi_gpu=not upstream,
         compute=not upstream,

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from gpushare.domain import kinds
-from gpushare.domain.profiles import INSTALLER_CHART
+from gpushare.domain.products import INSTALLER_CHART
 from gpushare.generate.render import FORMATS, Rendered, render
 from gpushare.settings.options import OPTIONS
 

@@ -7,10 +7,11 @@ import argparse
 import sys
 from typing import Any
 
+from gpushare.commands import fleet
+from gpushare.commands.arguments import add_quiet
 from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.versions import parse_kube_version
 from gpushare.errors import InputError
-from gpushare.placement import command as placement
 from gpushare.planner import diffreport
 from gpushare.planner.change import Label, Side, diff
 from gpushare.settings.load import load_config
@@ -38,23 +39,20 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help="a label the change sets on every node that reports GPU memory, as kubectl label --overwrite "
         "(ack.node.gpu.schedule=cgpu, ack.node.gpu.placement=spread; KEY- removes it); repeatable",
     )
-    p.add_argument(
-        "--placement", choices=PLACEMENTS, default="binpack", help="the default placement before (ack semantics)"
-    )
+    fleet.add_placement(p, "the default placement before (ack semantics)")
     p.add_argument("--to-placement", choices=PLACEMENTS, help="the default placement after (default: as before)")
-    p.add_argument(
-        "--kube-version",
-        metavar="VERSION",
-        help="the cluster's Kubernetes, for a side whose settings name none (default: the live cluster's with "
+    fleet.add_kube_version(
+        p,
+        "the cluster's Kubernetes, for a side whose settings name none (default: the live cluster's with "
         "--kubeconfig, else the newest gpushare models)",
     )
-    placement.add_fleet(p)
+    fleet.add_fleet(p)
     p.add_argument("workloads", nargs="*", help="pending pods and controllers, placed on both sides")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output form")
     p.add_argument(
         "--unified", action="store_true", help="show each changed object as a unified diff of its YAML (helm-diff)"
     )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal after 2 s)")
+    add_quiet(p)
 
 
 _BY_WORD: dict[str, Option] = {o.flag: o for o in OPTIONS} | {o.field: o for o in OPTIONS}
@@ -102,9 +100,9 @@ def main(args: argparse.Namespace) -> int:
     labels = labels_of(args.label)
     before, after = sides(args)
     minor = parse_kube_version(args.kube_version, "--kube-version").minor if args.kube_version else None
-    fleet: dict[str, Any] = {}
+    documents: dict[str, Any] = {}
     if args.nodes or args.kubeconfig is not None:
-        request = placement.PlaceRequest(
+        request = fleet.FleetRequest(
             nodes=args.nodes,
             existing=args.existing,
             workloads=args.workloads,
@@ -112,15 +110,15 @@ def main(args: argparse.Namespace) -> int:
             context=args.context,
             quiet=args.quiet,
         )
-        inputs = placement.read_inputs(request)
+        inputs = fleet.read_inputs(request)
         if minor is None and inputs.version is not None:
-            minor = placement.scheduler_profile(None, None, inputs.version)[0].minor
-        fleet = {"nodes": inputs.nodes, "existing": inputs.existing, "pending": inputs.workloads}
+            minor = fleet.scheduler_profile(None, None, inputs.version)[0].minor
+        documents = {"nodes": inputs.nodes, "existing": inputs.existing, "pending": inputs.workloads}
     elif args.existing or args.workloads:
         raise InputError("--nodes", None, "the fleet's Node objects (or --kubeconfig) with --existing or workloads")
     asked = {"--to": [args.to] if args.to else [], "--set": args.set, "--label": args.label}
     asked["--to-placement"] = [args.to_placement] if args.to_placement else []
     said = " ".join(f"{flag} {value}" for flag, values in asked.items() for value in values) or "--to"
-    answer = diff(before, after, labels=labels, cluster_minor=minor, said=said, **fleet)
+    answer = diff(before, after, labels=labels, cluster_minor=minor, said=said, **documents)
     diffreport.write(answer, args.output, sys.stdout, args.unified)
     return 1 if answer.blocked else 0

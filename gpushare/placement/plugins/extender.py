@@ -9,50 +9,24 @@ and changes which devices may take a pod and how one is chosen.
 
 from __future__ import annotations
 
-import re
-
 from gpushare.domain.kubescheduler import GPU_SHARE
+from gpushare.kube.ledger import Grammar
 from gpushare.placement.framework import Cycle, Plugin
 from gpushare.placement.model import Gpu, Node, Pod
 
 ONE_DEVICE = "Insufficient GPU Memory in one device"
 
 
-def go_atoi(text: object) -> int | None:
-    """Go's strconv.Atoi, which the extender reads its annotations with: an optional sign and decimal digits, nothing
-    else (no spaces, no list), within a 64-bit int; None where Atoi returns an error."""
-    value = str(text)
-    # plain digits, a fleet's every bound pod, skip the pattern
-    if not (value.isascii() and value.isdigit()) and not re.fullmatch(r"[+-]?[0-9]+", value):
-        return None
-    if len(value.lstrip("+-0")) > 19:  # beyond any int64 (and long enough for Python to refuse to convert)
-        return None
-    number = int(value)
-    return number if -(2**63) <= number < 2**63 else None  # beyond Go's int: Atoi's range error
-
-
-def kind(pod: Pod) -> str:
-    """What a pod asks of GPUs: none, memory only, or memory and compute (the fast engine's classes read it)."""
-    return "none" if not pod.wants_gpu else ("compute" if pod.core else "mem")
-
-
 class GpuShare(Plugin):
     name = GPU_SHARE
+    #: Its reason for a node where no one device has room for the pod (what the fast path counts).
+    one_device = ONE_DEVICE
 
     # --- what may take a pod: the extender's answers, which ACK's allocator narrows --------------------------
 
-    # --- what a bound pod holds: read back from the annotations bind wrote ---------------------------------------
-
-    def indices(self, annotation: object) -> tuple[int, ...] | None:
-        """The devices a bound pod's ALIYUN_COM_GPU_MEM_IDX names: one index, as Atoi reads it; anything else (a list,
-        a space, a negative number) names none, and the pod is then counted at node level only."""
-        index = None if annotation is None else go_atoi(annotation)
-        return None if index is None or index < 0 else (index,)
-
-    def charged(self, pod: Pod) -> int:
-        """What a bound pod holds on its device: its ALIYUN_COM_GPU_MEM_POD annotation (0 when missing, not a number
-        or negative), not its limits."""
-        return pod.gpu_mem_annotated or 0
+    #: Whose reading of a bound pod's annotations counts: the extender's own (`kube.ledger.held`: one index as
+    #: Atoi reads it, the POD share; anything else names no device, and the pod counts at node level only).
+    grammar: Grammar = "upstream"
 
     def devices(self, gpu_mem: int, gpu_count: int) -> int:
         """How many devices a node's capacity makes: `gpu-count` of them. A node advertising gpu-mem without
@@ -69,7 +43,11 @@ class GpuShare(Plugin):
         return True
 
     def usable(self, gpu: Gpu, pod: Pod, node: Node) -> bool:
-        return gpu.free >= pod.per_gpu and self.eligible(gpu, node, kind(pod))
+        return gpu.free >= pod.per_gpu and self.eligible(gpu, node, pod.gpu_kind)
+
+    def indexed(self, pod: Pod) -> bool:
+        """The indexes hold each node's `room`: they stand in for the extender where room decides."""
+        return not pod.wants_gpu or self.room_decides(pod)
 
     def room_decides(self, pod: Pod) -> bool:
         """A one-device pod fits wherever the node's `room` (the most free on a healthy device, at most what the
@@ -80,13 +58,31 @@ class GpuShare(Plugin):
         """Why no device took a pod that had memory enough on each: ACK's per-GPU pod cap."""
         return ""
 
+    def holds(self, node: Node, pod: Pod, gpus: list[Gpu], unit: str) -> str:
+        """Why a running pod's devices no longer take it, checked as it is put back on the node in its order (after a
+        change of unit, label mode or GPU memory); "" where they do. Its place is not scheduled again: only what the
+        devices hold is checked."""
+        if self.mixes(node, pod.gpu_kind):
+            return "memory-only and compute GPU pods never share a node"
+        for gpu in gpus:
+            if gpu.free < pod.per_gpu:
+                return (
+                    f"GPU {gpu.index} has {gpu.free} of {gpu.total} ({unit}) free after the pods before it, < "
+                    f"{pod.per_gpu}"
+                )
+            if not self.eligible(gpu, node, pod.gpu_kind):
+                return f"GPU {gpu.index}: {self.limit_reason()}"
+            if pod.core and gpu.core_free < pod.core:
+                return f"GPU {gpu.index} has {gpu.core_free}% compute free after the pods before it, < {pod.core}%"
+        return ""
+
     # --- filter ----------------------------------------------------------------------------------------------
 
     def filter(self, node: Node, pod: Pod, cycle: Cycle | None) -> list[str]:
         """Is there room on the GPUs themselves? Pods without GPU memory are not the extender's."""
         if not pod.wants_gpu or (node.room >= pod.per_gpu and self.room_decides(pod)):
             return []
-        if self.mixes(node, kind(pod)):
+        if self.mixes(node, pod.gpu_kind):
             return [
                 "node(s) run memory-only GPU pods (compute pods cannot share them)"
                 if pod.core

@@ -23,13 +23,12 @@ import numpy.typing as npt
 
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.labels import GPU_MEM
+from gpushare.placement.fast.scoreindex import Entry, GroupKey, ScoreIndex, Spread, View
 from gpushare.placement.framework import Rejection
 from gpushare.placement.model import Node, Pod
-from gpushare.placement.plugins import gpushare, noderesources
-from gpushare.placement.profiles import Profile
+from gpushare.placement.pluginsets import Profile
 from gpushare.placement.result import Pending
 from gpushare.placement.sampling import Cut, Sampler
-from gpushare.placement.scoreindex import Entry, GroupKey, ScoreIndex, Spread, View
 
 
 class Members(Protocol):
@@ -103,6 +102,7 @@ class Positions:
         self.unresolvable: Mask = np.zeros(n, np.bool_)
         self.allocatable: Ints = np.zeros(n, np.int64)
         self.fit_unresolvable = profile.scheduler.fit_unresolvable_beyond_allocatable
+        self.one_device = profile.gpus.one_device
         self.keys: list[GroupKey] = []
         self.ids: dict[GroupKey, int] = {}
         self.reasons: list[tuple[str, ...]] = []
@@ -117,7 +117,7 @@ class Positions:
                 self.code[at] = self._code(rejected.reasons)
                 self.unresolvable[at] = profile.unresolvable(rejected, node, view.pod)
             else:
-                self.unresolvable[at] = self.fit_unresolvable and noderesources.beyond_allocatable(node, view.pod)
+                self.unresolvable[at] = self.fit_unresolvable and profile.resources.beyond_allocatable(node, view.pod)
                 self._file(node.id)
 
     def _code(self, reasons: tuple[str, ...]) -> int:
@@ -230,7 +230,7 @@ class Positions:
             why[f"Insufficient {GPU_MEM}"] += int(short.sum())
         one_device = int((filtered & (self.group >= 0) & (self.free >= r)).sum())
         if one_device:
-            why[gpushare.ONE_DEVICE] += one_device
+            why[self.one_device] += one_device
         fit = filtered & (self.lacks | short)
         hopeless = filtered & self.static & self.unresolvable
         if self.fit_unresolvable:

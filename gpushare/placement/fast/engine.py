@@ -17,19 +17,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpushare.domain.kubescheduler import NODE_RESOURCES_FIT
-from gpushare.placement import requeue
-from gpushare.placement.capacity import CapacityIndex, Key
+from gpushare.placement import queue
+from gpushare.placement.fast.scoreindex import ScoreIndex
+from gpushare.placement.fast.searchindex import SearchIndex
+from gpushare.placement.fast.segmenttree import CapacityIndex, Key
 from gpushare.placement.framework import Cycle, Rejection
 from gpushare.placement.model import Gpu, Node, Pod
-from gpushare.placement.plugins import interpodaffinity, noderesources, podtopologyspread
-from gpushare.placement.plugins.gpushare import kind
+from gpushare.placement.pluginsets import Profile
 from gpushare.placement.priorities import DisruptionBudget
-from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 from gpushare.placement.sampling import Sampler
-from gpushare.placement.scoreindex import ScoreIndex
-from gpushare.placement.searchindex import SearchIndex
 
 
 class NodeClass:
@@ -49,8 +46,9 @@ class FastEngine:
     def __init__(self, nodes: list[Node], profile: Profile, explain: bool = False, pods: Sequence[Pod] = ()) -> None:
         self.nodes = nodes
         self.pods = pods
-        #: kube-scheduler's scores, found per group of alike nodes (where the profile scores)
-        self.scored = ScoreIndex(nodes, profile, pods) if profile.scored else None
+        #: kube-scheduler's scores, found per group of alike nodes (where the profile scores, with plugins the index
+        #: holds: `ScoreIndex.of`)
+        self.scored = ScoreIndex.of(nodes, profile, pods)
         self.profile = profile
         self.explain = explain
         self.limit = max((g.total for n in nodes for g in n.gpus), default=0)
@@ -74,6 +72,8 @@ class FastEngine:
         #: The same search for the pods the score index serves, over arrays in search order.
         self.searched = SearchIndex.of(self.sampler, self.scored)
         self.capable: dict[tuple[Any, ...], int] = {}
+        #: Filter reasons whose status is UnschedulableAndUnresolvable (one per node that gives them).
+        self.unresolvable_reasons = profile.unresolvable_reasons
 
     def key(self, node: Node) -> Key:
         assert self.profile.node_order is not None  # the capacity indexes serve profiles without scores
@@ -92,7 +92,7 @@ class FastEngine:
                 else:
                     static.update(rejected.reasons)
                     by_node[node.id] = rejected
-            found = self.classes[signature] = NodeClass(kind(pod), members, static, by_node)
+            found = self.classes[signature] = NodeClass(pod.gpu_kind, members, static, by_node)
         return found
 
     def index(self, cls: NodeClass, pod: Pod) -> CapacityIndex:
@@ -159,7 +159,7 @@ class FastEngine:
             if self.fits(node, pod):
                 chosen = node
                 break
-            if noderesources.exhausted(node, pod):
+            if self.profile.resources.exhausted(node, pod):
                 spent.append(node)
         for node in spent:
             self.drop(index, node)
@@ -218,7 +218,7 @@ class FastEngine:
         key = (pod.static_signature, pod.node_gpu_mem, pod.cpu, pod.memory, pod.other)
         capable = self.capable.get(key)
         if capable is None:
-            capable = self.capable[key] = sum(1 for n in cls.members if noderesources.could_ever_fit(n, pod))
+            capable = self.capable[key] = sum(1 for n in cls.members if self.profile.resources.could_ever_fit(n, pod))
         return capable > sampler.wanted
 
     def serves(self, pod: Pod) -> bool:
@@ -236,7 +236,7 @@ class FastEngine:
         rejects a request beyond what the node can allocate at all."""
         cls = self.node_class(pod)
         count = len(cls.static_by_node)
-        count += sum(n for reason, n in pending.reasons if reason in _UNRESOLVABLE_REASONS)
+        count += sum(n for reason, n in pending.reasons if reason in self.unresolvable_reasons)
         if self.profile.scheduler.fit_unresolvable_beyond_allocatable:
             key = pod.fit_key
             memo = self.unresolvable_memo.get(key)
@@ -244,7 +244,7 @@ class FastEngine:
                 beyond = 0
                 for node in cls.members:
                     rejected = self.profile.dynamic_rejection(node, pod)
-                    fit = rejected is not None and rejected.plugin == NODE_RESOURCES_FIT
+                    fit = rejected is not None and rejected.plugin == self.profile.resources.name
                     beyond += fit and self.profile.unresolvable(rejected, node, pod)
                 memo = self.unresolvable_memo[key] = (self.version, beyond)
             count += memo[1]
@@ -257,7 +257,7 @@ class FastEngine:
         if pod.pod_affinity is not None and pod.pod_affinity.required_anti:
             self.anti_affinity_bound -= 1
         self.version += 1
-        self.scored = ScoreIndex(self.nodes, self.profile, self.pods) if self.profile.scored else None
+        self.scored = ScoreIndex.of(self.nodes, self.profile, self.pods)
         self.searched = SearchIndex.of(self.sampler, self.scored)
         for cls in self.classes.values():
             cls.indexes.clear()
@@ -296,10 +296,6 @@ class FastEngine:
                 by_node = ((node.name, rejected),) if self.explain else ()
                 return Pending(pod.namespace, pod.name, 1, reasons, pod.per_gpu, by_node)
         return Pending(pod.namespace, pod.name, 0, (), pod.per_gpu)
-
-
-#: Filter reasons whose status is UnschedulableAndUnresolvable (one per node that gives them).
-_UNRESOLVABLE_REASONS = frozenset({interpodaffinity.AFFINITY_RULES, podtopologyspread.SPREAD_MISSING_LABEL})
 
 
 def place(
@@ -351,7 +347,7 @@ def place(
         node = engine.best(pod, cls)
         return engine.pending(pod, cls) if node is None else engine.bind(node, pod)
 
-    requeue.drive(
+    queue.drive(
         pods,
         attempt,
         profile,

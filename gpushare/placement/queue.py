@@ -17,28 +17,24 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
 from gpushare.placement.model import Pod
-from gpushare.placement.plugins import interpodaffinity, podtopologyspread
+from gpushare.placement.pluginsets import Profile
 from gpushare.placement.preemption import Attempt, Engine, Preemption
 from gpushare.placement.priorities import DisruptionBudget
-from gpushare.placement.profiles import Profile
 from gpushare.placement.result import Assignment, Pending, PlacementResult
 
-_LIFTABLE = interpodaffinity.LIFTABLE | podtopologyspread.LIFTABLE
+
+def _liftable(why: Pending, liftable: frozenset[str]) -> bool:
+    """Rejected by a plugin a bind can satisfy (pod affinity, hard spreading: `Plugin.liftable`), or by the extender
+    on the nodes a cut search filtered (the next search starts elsewhere): the pod waits for binds."""
+    return why.unfiltered > 0 or any(reason in liftable for reason, _ in why.reasons)
 
 
-def _liftable(why: Pending) -> bool:
-    """Rejected by a plugin a bind can satisfy (pod affinity, hard spreading), or by the extender on the nodes a
-    cut search filtered (the next search starts elsewhere): the pod waits for binds."""
-    return why.unfiltered > 0 or any(reason in _LIFTABLE for reason, _ in why.reasons)
-
-
-def worth_retrying(waiting: Pod, why: Pending, bound: Pod) -> bool:
+def worth_retrying(profile: Profile, waiting: Pod, why: Pending, bound: Pod) -> bool:
     """The queueing hints of the plugins that rejected `waiting`, for `bound` having been added. An extender's
     rejection requeues the pod on any event (kube-scheduler puts ExtenderName among its unschedulable plugins)."""
     if why.unfiltered > 0:
         return True
-    reasons = {reason for reason, _ in why.reasons}
-    return interpodaffinity.hint(waiting, reasons, bound) or podtopologyspread.hint(waiting, reasons, bound)
+    return profile.hint(waiting, {reason for reason, _ in why.reasons}, bound)
 
 
 def drive(
@@ -57,6 +53,7 @@ def drive(
     or named in spec.nodeName) are never retried nor preempt. A pod that fits nowhere goes through the profile's
     PostFilter (`preemption`), which may bind it after all."""
     retries = profile.retries_at_once
+    liftable = profile.liftable
 
     def fixed(pod: Pod) -> bool:
         return pod.key in order or pod.node is not None
@@ -81,29 +78,31 @@ def drive(
         outcome = cycle(pod)
         if isinstance(outcome, Pending):
             result.pending.append(outcome)
-            if retries and not fixed(pod) and _liftable(outcome):
+            if retries and not fixed(pod) and _liftable(outcome, liftable):
                 waiting.append((pod, outcome))
             continue
         result.placements.append(outcome)
         if retries and waiting:
-            _retry(pod, waiting, cycle, result)
+            _retry(profile, pod, waiting, cycle, result)
 
 
-def _retry(bound: Pod, waiting: list[tuple[Pod, Pending]], attempt: Attempt, result: PlacementResult) -> None:
+def _retry(
+    profile: Profile, bound: Pod, waiting: list[tuple[Pod, Pending]], attempt: Attempt, result: PlacementResult
+) -> None:
     """Retry, in arrival order, the waiting pods each bind may have freed; a pod still pending keeps its place."""
     events = deque([bound])
     while events and waiting:
         added = events.popleft()
         still: list[tuple[Pod, Pending]] = []
         for pod, before in waiting:
-            if not worth_retrying(pod, before, added):
+            if not worth_retrying(profile, pod, before, added):
                 still.append((pod, before))
                 continue
             outcome = attempt(pod)
             position = next(i for i, p in enumerate(result.pending) if p is before)  # not ==: records may be equal
             if isinstance(outcome, Pending):
                 result.pending[position] = outcome
-                if _liftable(outcome):
+                if _liftable(outcome, profile.liftable):
                     still.append((pod, outcome))
             else:
                 del result.pending[position]

@@ -1,13 +1,14 @@
 """The fast engine's index where kube-scheduler's scores choose the node: the scores computed per group of alike nodes.
 
-A pod's total on a node is the sum of node-local parts (LeastAllocated, BalancedAllocation, ImageLocality,
-NodePreferAvoidPods read the node's own numbers) and normalised parts (TaintToleration, NodeAffinity and
-PodTopologySpread are scaled over the feasible nodes). For one kind of pod (a `View`: the same requests,
-tolerations, preferences, images and spreading shape), nodes whose normalised parts read the same raw values form
-a group, and a group keeps its nodes ordered by local score, then GPU room, then name: the best node of a group
-that fits is found by bisection, the normalised parts are worked out once per group, and the nodes tied with the
-winner are counted, not listed. Every score comes from the plugins' own modules (`gpushare.placement.plugins`), so
-only the search differs from the reference engine.
+A pod's total on a node is the sum of node-local parts (plugins whose `score_hook` is `LOCAL` or `USAGE`, such as
+LeastAllocated, BalancedAllocation, ImageLocality: they read the node's own numbers) and normalised parts (`GROUPED`,
+such as TaintToleration and NodeAffinity, and `SPREAD`, PodTopologySpread: scaled over the feasible nodes). For one
+kind of pod (a `View`: the same requests, and the same `pod_key` for every score plugin), nodes whose normalised
+parts read the same raw values form a group, and a group keeps its nodes ordered by local score, then GPU room, then
+name: the best node of a group that fits is found by bisection, the normalised parts are worked out once per group,
+and the nodes tied with the winner are counted, not listed. Every score comes from the plugins themselves, through
+their hooks (`framework.Plugin`), so only the search differs from the reference engine; a profile with a score
+plugin that declares no hook gets no score index (`ScoreIndex.of`), and is searched node by node.
 
 Pods that spread away from their own kind (a Deployment's replicas) read, besides, how many pods their selector
 matches on each node and in each domain: a `Spread` per selector keeps those counts and moves the nodes that hold
@@ -28,21 +29,12 @@ from typing import Any
 
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.labels import GPU_MEM
+from gpushare.placement.framework import GROUPED, LOCAL, SPREAD, USAGE, Plugin
 from gpushare.placement.model import Node, Pod
-from gpushare.placement.plugins import (
-    gpushare,
-    imagelocality,
-    nodeaffinity,
-    nodeports,
-    nodepreferavoidpods,
-    noderesources,
-    podtopologyspread,
-    tainttoleration,
-)
-from gpushare.placement.profiles import Profile
+from gpushare.placement.pluginsets import Profile
 
-#: (raw taint score, raw node affinity score, topology values of the non-hostname spread keys, has the hostname
-#: label, ignored by spreading, matching pods per hostname constraint)
+#: (the `GROUPED` plugins' raw scores, topology values of the non-hostname spread keys, has the hostname label,
+#: ignored by spreading, matching pods per hostname constraint)
 GroupKey = tuple[Any, ...]
 #: A node's place in a group: (-local score, -GPU room, name, node id) as one int (see `Ranking`)
 Key = int
@@ -160,11 +152,11 @@ class View:
     def __init__(self, index: ScoreIndex, pod: Pod, members: Sequence[Node]) -> None:
         self.index = index
         self.pod = pod
-        self.profile = index.profile.scheduler
-        self.spread = pod.spread  # the shape; each selector's counts are a `Spread`'s
-        self.keys = [c.topology_key for c in pod.spread]
-        self.host = [i for i, c in enumerate(pod.spread) if c.topology_key == ks.HOSTNAME_LABEL]
-        self.zone = [i for i, c in enumerate(pod.spread) if c.topology_key != ks.HOSTNAME_LABEL]
+        #: the shape spread over (where the profile spreads); each selector's counts are a `Spread`'s
+        self.spread = pod.spread if index.spreading is not None else ()
+        self.keys = [c.topology_key for c in self.spread]
+        self.host = [i for i, c in enumerate(self.spread) if c.topology_key == ks.HOSTNAME_LABEL]
+        self.zone = [i for i, c in enumerate(self.spread) if c.topology_key != ks.HOSTNAME_LABEL]
         self.static: dict[int, tuple[Any, ...]] = {}
         self.entries: dict[int, tuple[GroupKey, Key, int]] = {}  # (group, key, GPU memory left at node level)
         self.groups: dict[GroupKey, Group] = {}
@@ -178,44 +170,36 @@ class View:
         self.seen = len(index.log)
         self.spreads: dict[tuple[Any, ...], Spread] = {}
         self.answers = Answers()
-        weights = dict(self.profile.weights)
-        self.w_taint = weights.get(ks.TAINT_TOLERATION, 0)
-        self.w_affinity = weights.get(ks.NODE_AFFINITY, 0)
-        self.w_spread = weights.get(ks.POD_TOPOLOGY_SPREAD, 0)
-        self.w_fit = weights.get(ks.NODE_RESOURCES_FIT, 0) + weights.get(ks.LEAST_ALLOCATED, 0)
-        self.w_balanced = weights.get(ks.BALANCED_ALLOCATION, 0)
-        self.w_image = weights.get(ks.IMAGE_LOCALITY, 0)
-        self.w_avoid = weights.get(ks.PREFER_AVOID_PODS, 0)
+        self.resources = index.profile.resources
         for node in members:
             self._place(node)
 
     # --- a node's standing ---------------------------------------------------------------------------------------
 
     def _static(self, node: Node) -> tuple[Any, ...]:
-        """What the pod's kind reads of the node that never changes: its group before any spreading count (raw taint
-        and affinity scores, the spreading topology values...), and the local scores of images and avoidance."""
+        """What the pod's kind reads of the node that never changes: its group before any spreading count (the
+        `GROUPED` plugins' raw scores, the spreading topology values...), and the `LOCAL` plugins' scores."""
         pod = self.pod
         group = (
-            tainttoleration.raw_score(node, pod),
-            nodeaffinity.raw_score(node, pod),
+            tuple([plugin.raw_score(node, pod) for plugin, _ in self.index.grouped]),
             tuple(node.labels.get(self.keys[i]) for i in self.zone),
             ks.HOSTNAME_LABEL in node.labels,
             pod.spread_own and not all(k in node.labels for k in self.keys),
             (0,) * len(self.host),
         )
-        local = self.w_image * imagelocality.score(node, pod) + self.w_avoid * nodepreferavoidpods.score(node, pod)
+        local = 0
+        for plugin, weight in self.index.local:
+            local += weight * plugin.node_score(node, pod)
         found = self.static[node.id] = (group, local)
         return found
 
     def _standing(self, node: Node) -> tuple[GroupKey, Key, int] | None:
         pod = self.pod
-        if noderesources.exhausted(node, pod):
+        if self.resources.exhausted(node, pod):
             return None
         group, local = self.static.get(node.id) or self._static(node)
-        if self.w_fit:
-            local += self.w_fit * noderesources.least_allocated(node, pod.nz_cpu, pod.nz_memory, self.profile)
-        if self.w_balanced:
-            local += self.w_balanced * noderesources.balanced(node, pod, self.profile)
+        for plugin, weight in self.index.usage:
+            local += weight * plugin.node_score(node, pod)
         return group, self.index.ranking.key(local, node), node.gpu_mem - node.gpu_mem_used
 
     def _place(self, node: Node) -> None:
@@ -250,7 +234,7 @@ class View:
             self.lacking.subtract(old[0])
             if self.lack_free is not None:
                 del self.lack_free[bisect_left(self.lack_free, old[1])]
-        reasons = tuple(noderesources.lacking(node, self.pod))
+        reasons = tuple(self.resources.lacking(node, self.pod))
         self.lack_of[node.id] = reasons, node.gpu_mem - node.gpu_mem_used
         self.lacking.update(reasons)
         if self.lack_free is not None:
@@ -297,22 +281,18 @@ class View:
         """Each feasible group's best node's total: its normalised parts (over the feasible groups, as
         kube-scheduler normalises over the feasible nodes) and its local score. A node of a group totals its own
         local score and the same normalised parts."""
-        ranking = self.index.ranking
-        totals = [ranking.local(entry[1]) for _, entry in found]
+        index = self.index
+        totals = [index.ranking.local(entry[1]) for _, entry in found]
         # a part alike on every group shifts every total alike: it changes neither the winner nor the ties
-        for weight, part, normalize in (
-            (self.w_taint, 0, tainttoleration.normalize),
-            (self.w_affinity, 1, nodeaffinity.normalize),
-        ):
-            if not weight:
-                continue
-            raws = [key[part] for key, _ in found]
+        for part, (plugin, weight) in enumerate(index.grouped):
+            raws = [key[0][part] for key, _ in found]
             if min(raws) != max(raws):
-                for i, score in enumerate(normalize(raws)):
+                for i, score in enumerate(plugin.normalize(raws)):
                     totals[i] += weight * score
-        if spread is not None and self.w_spread:
+        if spread is not None and index.spreading is not None:
+            weight = index.spreading[1]
             for i, score in enumerate(spread.scores(found)):
-                totals[i] += self.w_spread * score
+                totals[i] += weight * score
         return totals
 
     def reasons(self, r: int) -> Counter[str]:
@@ -327,7 +307,7 @@ class View:
         if short + lacking_too:
             why[f"Insufficient {GPU_MEM}"] += short + lacking_too
         if len(self.entries) - short:
-            why[gpushare.ONE_DEVICE] += len(self.entries) - short
+            why[self.index.profile.gpus.one_device] += len(self.entries) - short
         return why
 
 
@@ -383,6 +363,8 @@ class Spread:
         self.view = view
         self.pod = pod  # whose selectors these are (the view's shape)
         self.index = view.index
+        assert view.index.spreading is not None  # a view spreads only where the profile does
+        self.plugin = view.index.spreading[0]
         self.counts: dict[int, list[int]] = {}
         self.counted_upto: dict[int, int] = {}
         self.domains: Counter[tuple[str, str]] = Counter()
@@ -434,7 +416,7 @@ class Spread:
             if counts is None:
                 counts = self.counts[node.id] = [0] * len(pod.spread)
             counts[i] += found
-            if i in view.zone and required and podtopologyspread.included(node, pod, c):
+            if i in view.zone and required and self.plugin.spread_included(node, pod, c):
                 self.domains[(c.topology_key, node.labels.get(c.topology_key, ""))] += found
 
     def _file(self, node_id: int) -> None:
@@ -451,7 +433,7 @@ class Spread:
         if not any(hosts):
             return
         base, key = entry[0], entry[1]
-        counted = (*base[:5], hosts)
+        counted = (*base[:4], hosts)
         self.placed[node_id] = counted, base, key
         for table, group_key in ((self.groups, counted), (self.out, base)):
             group = table.get(group_key)
@@ -488,50 +470,65 @@ class Spread:
         hosts = 0
         values = [set[str]() for _ in zone]
         for key, entry in found:
-            if not key[4]:
+            if not key[3]:
                 hosts += entry[0]
-                on_zone = key[2]
+                on_zone = key[1]
                 for j in range(len(zone)):
                     values[j].add(on_zone[j] or "")
         domains = [0] * len(constraints)
         for j in range(len(zone)):
             domains[zone[j]] = len(values[j])
-        weights = podtopologyspread.weights(keys, hosts, domains)
+        weights = self.plugin.spread_weights(keys, hosts, domains)
         raw = [0] * len(found)
         ignored = [False] * len(found)
         on: list[str | None] = [None] * len(constraints)
         counts = [0] * len(constraints)
         for g in range(len(found)):
             key = found[g][0]
-            if key[4]:
+            if key[3]:
                 ignored[g] = True
                 continue
-            has_host = "" if key[3] else None
-            on_host = key[5]
+            has_host = "" if key[2] else None
+            on_host = key[4]
             for j in range(len(host)):
                 i = host[j]
                 on[i], counts[i] = has_host, on_host[j]
-            on_zone = key[2]
+            on_zone = key[1]
             for j in range(len(zone)):
                 i = zone[j]
                 on[i] = value = on_zone[j]
                 counts[i] = self.domains.get((keys[i], value or ""), 0)
-            raw[g] = podtopologyspread.raw_score(constraints, on, counts, weights, view.profile)
-        return podtopologyspread.normalize(raw, ignored)
+            raw[g] = self.plugin.spread_raw(constraints, on, counts, weights)
+        return self.plugin.spread_normalize(raw, ignored)
 
 
 class ScoreIndex:
     """Views of the nodes per kind of pod, for a profile that scores; the engine records every bind here."""
+
+    @classmethod
+    def of(cls, nodes: list[Node], profile: Profile, pods: Sequence[Pod]) -> ScoreIndex | None:
+        """The index for a profile that scores, where it holds every score plugin (`Profile.unindexed`)."""
+        if not profile.scored or profile.unindexed(pods, nodes):
+            return None
+        return cls(nodes, profile, pods)
 
     def __init__(self, nodes: list[Node], profile: Profile, pods: Sequence[Pod]) -> None:
         self.nodes = nodes
         self.profile = profile
         self.ranking = Ranking(nodes)
         self.views: OrderedDict[tuple[Any, ...], View] = OrderedDict()
-        #: Images some node holds and owners some node's preferAvoidPods names: only these score anywhere, so pods
-        #: that differ in other images or owners score alike and share a view.
-        self.held_images = frozenset(image for node in nodes for image in node.image_scores)
-        self.avoided = frozenset(owner for node in nodes for owner in node.avoid)
+        #: The score plugins by how the index holds them (`Plugin.score_hook`), with their weights; those that score
+        #: every node alike in this run left out
+        scores = [(p, w) for p, w in profile.scores if w and not p.scores_alike(pods, nodes)]
+        self.scores: list[tuple[Plugin, int]] = scores
+        self.local = [(p, w) for p, w in scores if p.score_hook() == LOCAL]
+        self.usage = [(p, w) for p, w in scores if p.score_hook() == USAGE]
+        self.grouped = [(p, w) for p, w in scores if p.score_hook() == GROUPED]
+        spreading = [(p, w) for p, w in scores if p.score_hook() == SPREAD]
+        self.spreading: tuple[Plugin, int] | None = spreading[0] if spreading else None
+        #: What each plugin reads of the fleet once, for its `pod_key`.
+        self.prepared = [p.prepare(nodes) for p, _ in scores]
+        self.filters = profile.dynamic_filters
         self.by_template: dict[int, tuple[View, Spread | None]] = {}
         self.log: list[int] = []
         self.sequence = 0
@@ -541,18 +538,12 @@ class ScoreIndex:
         #: label (key, value) -> nodes whose bound pods carry it, for a new spread to count from; made when the
         #: first spread with a selector asks (a run without spreading never files a label)
         self.by_label: dict[tuple[str, str], list[int]] | None = None
-        #: Pod affinity anywhere makes InterPodAffinity's score depend on other pods' domains: then every pod is
-        #: scored node by node (the reference's way), as are pods the groups cannot hold (see `serves`).
-        self.pod_affinity = any(p.pod_affinity is not None for p in pods) or any(
-            b.pod_affinity is not None for n in nodes for b in n.bound
-        )
 
     def serves(self, pod: Pod) -> bool:
-        """Pods whose fit is GPU room plus resources the node keeps for good: no larger node-level GPU request from an
-        init container, no compute request, no host port (NodePorts), no pod affinity in the run."""
-        return (
-            not self.pod_affinity and pod.node_gpu_mem == pod.gpu_mem and not pod.node_core and not nodeports.wants(pod)
-        )
+        """Pods whose fit is GPU room plus resources the node keeps for good: every filter that reads what is in use
+        lets the index stand in for it (`Plugin.indexed`: no host port, no node-level GPU request larger than the
+        containers' from an init container, no compute request...)."""
+        return all(plugin.indexed(pod) for plugin in self.filters)
 
     def bound(self, node: Node, pod: Pod) -> None:
         """A pod was bound to the node: views re-read it when next asked."""
@@ -578,14 +569,8 @@ class ScoreIndex:
                 pod.static_signature,
                 pod.cpu,
                 pod.memory,
-                pod.nz_cpu,
-                pod.nz_memory,
                 pod.other,
-                pod.preferred,
-                self._image_key(pod),
-                pod.owner if pod.owner in self.avoided else None,
-                tuple((c.topology_key, c.max_skew, c.honor_affinity, c.honor_taints) for c in pod.spread),
-                pod.spread_own,
+                *[p.pod_key(pod, prepared) for (p, _), prepared in zip(self.scores, self.prepared, strict=True)],
             )
             view = self.views.get(shape)
             if view is None:
@@ -594,7 +579,7 @@ class ScoreIndex:
                     _, dropped = self.views.popitem(last=False)
                     self.by_template = {t: f for t, f in self.by_template.items() if f[0] is not dropped}
             spread = None
-            if pod.spread:
+            if pod.spread and self.spreading is not None:
                 selector = (pod.namespace, tuple(c.selector for c in pod.spread))
                 spread = view.spreads.get(selector)
                 if spread is None:
@@ -608,12 +593,6 @@ class ScoreIndex:
         if spread is not None:
             spread.catch_up(self.nodes)
         return found
-
-    def _image_key(self, pod: Pod) -> tuple[tuple[str, ...], int]:
-        """ImageLocality reads the pod's images some node holds, and (for its ceiling) how many it names; with none
-        held anywhere it scores 0 on every node, whatever the pod names."""
-        held = tuple(image for image in pod.images if image in self.held_images)
-        return (held, len(pod.images)) if held else ((), 0)
 
     def _labelled(self) -> dict[tuple[str, str], list[int]]:
         if self.by_label is None:

@@ -1,0 +1,679 @@
+"""A cluster as kube-scheduler sees it, with its plugins over it: the one way anything outside placement/ asks where
+pods land. `place` and `inspect`, every planner answer (headroom, pool sizing, defragmentation, a change's impact)
+and what comes next ask a `Simulation`; none runs a filter or changes a node itself, so no answer can drift from
+what `place` does.
+
+A simulation is built from Kubernetes objects or files (`Simulation.of`, `Simulation.read`, `Simulation.from_sources`):
+the nodes, the pods running on them, the pods to place, and the semantics (which plugins, which minor). Then:
+
+- `run` charges the running pods to their nodes and sends the pending ones through the scheduling queue (`queue`),
+  as kube-scheduler would, one engine or the other (`fast`, `reference`); `schedule` sends more pods through it
+  on the state as it stands.
+- `fits` runs one pod's filters on one node, each plugin's status and kube-scheduler's words; `eligible`, `devices`.
+- `bind`, `unbind` and `evict` change one pod's place, through the profile's device choice; `mark` and `rollback`
+  undo them (and whatever ran in between), `replay` rolls back and schedules again.
+- `with_nodes` makes the same pods' simulation on nodes made afresh (a pool's nodes added), `apply` gives it the
+  state a run elsewhere left, `displaced` names the running pods whose devices no longer take them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, NewType
+
+from gpushare import collector
+from gpushare.domain import labels, products
+from gpushare.errors import InputError, listed
+from gpushare.kube.documents import Objects, Source, from_objects, read_documents
+from gpushare.kube.nodes import NodeInfo
+from gpushare.placement import admission, pluginsets, reference
+from gpushare.placement.fast import engine as fast_engine
+from gpushare.placement.framework import Cycle, Rejection
+from gpushare.placement.inputs import Inventory, build, replica
+from gpushare.placement.model import Entry, Node, Pod, Semantics, with_changes
+from gpushare.placement.pluginsets import Profile
+from gpushare.placement.result import Assignment, Invalid, NotServed, PlacementResult
+from gpushare.policy.engine import ClusterFacts, Subject, evaluate
+from gpushare.policy.rules import nodes as nodes_rules
+from gpushare.progress import progress
+
+EngineName = Literal["fast", "reference"]
+#: A point in a simulation's history to roll back to (`Simulation.mark`).
+Mark = NewType("Mark", int)
+#: The node rules read a modelled node's name and labels only: they need no document behind it.
+_NO_SOURCE = Source({}, "nodes")
+
+
+@dataclass(frozen=True)
+class Status:
+    """One filter plugin's answer for a pod on a node: its reasons (none: it passed)."""
+
+    plugin: str
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Whether a pod fits a node now: each filter plugin's status in the order kube-scheduler runs them, up to the
+    first that rejects it (kube-scheduler stops there too)."""
+
+    pod: str
+    node: str
+    statuses: tuple[Status, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(s.ok for s in self.statuses)
+
+    @property
+    def rejection(self) -> Rejection | None:
+        failed = next((s for s in self.statuses if not s.ok), None)
+        return None if failed is None else Rejection(failed.plugin, failed.reasons)
+
+    @property
+    def reason(self) -> str:
+        """kube-scheduler's words for the node ("" where the pod fits), as its FitError counts them per node."""
+        rejected = self.rejection
+        return "" if rejected is None else "; ".join(rejected.reasons)
+
+
+@dataclass
+class _Sources:
+    """The documents a simulation was read from, kept to make its nodes afresh (`Simulation.with_nodes`)."""
+
+    nodes: list[Source]
+    unhealthy: list[Source] = field(default_factory=list)
+    input_unit: str | None = None
+
+
+class Simulation:
+    """The nodes, the running and the pending pods of one cluster under one semantics, and the profile's plugins
+    over them. Its nodes and pods are the model's (`Node`, `Pod`): read them, never change them; every change goes
+    through a method here, which an undo can take back."""
+
+    def __init__(
+        self,
+        inventory: Inventory,
+        semantics: Semantics,
+        profile: Profile | None = None,
+        sources: _Sources | None = None,
+    ) -> None:
+        self.semantics = semantics
+        #: The plugins that run, their order and weights (`pluginsets.profile`; another for a library's own plugins).
+        self.profile = profile or pluginsets.profile(semantics)
+        self.inventory = inventory
+        self._sources = sources
+        self._by_name = {n.name: n for n in inventory.nodes}
+        self._charged: list[str] | None = None
+        self._journal: list[Entry] | None = None
+        #: Bumped by every change made here: what a pod's PreFilter counted holds while it stands.
+        self._version = 0
+        self._cycles: dict[int, Cycle | None] = {}
+        self._cycles_at = -1
+        self._anti: int | None = None
+        self._ran = False
+        #: Nodes made from a document once, copied for each node `add_node` adds of it.
+        self._made: dict[int, Node] = {}
+
+    # --- building one ------------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_sources(
+        cls,
+        nodes: Sequence[Source],
+        existing: Sequence[Source] = (),
+        pending: Sequence[Source] = (),
+        semantics: Semantics | None = None,
+        input_unit: str | None = None,
+        *,
+        templates: Sequence[Source] = (),
+        consume: bool = False,
+        profile: Profile | None = None,
+    ) -> Simulation:
+        """From documents as read (`gpushare.kube.documents`), each with its file and line. `templates`: workloads
+        read as the pending ones are, but held out of the queue (`templates`): a planner adds their replicas.
+        With `consume`, `pending` is emptied as it is modelled (its last use)."""
+        semantics = semantics or Semantics()
+        unhealthy = [s for s in [*existing, *pending] if s.kind == "ConfigMap"]
+        # with `consume`, the caller's list itself, emptied as it is modelled
+        workloads = pending if consume and isinstance(pending, list) and not templates else [*pending, *templates]
+        inventory = build(
+            list(nodes), list(existing), workloads, semantics, input_unit, consume=consume, held=len(templates)
+        )
+        # a consumed input is the caller's last use of it: the nodes' documents are let go too (no `with_nodes`)
+        return cls(inventory, semantics, profile, None if consume else _Sources(list(nodes), unhealthy, input_unit))
+
+    @classmethod
+    def of(
+        cls,
+        nodes: Objects,
+        pods: Objects = (),
+        *,
+        existing: Objects = (),
+        semantics: Semantics | None = None,
+        input_unit: str | None = None,
+        profile: Profile | None = None,
+    ) -> Simulation:
+        """From plain Kubernetes objects (dicts, as `yaml.safe_load` gives them, or a `kubectl get -o yaml` List):
+        the Nodes, the workloads to place (Pods and controllers), the pods running."""
+        return cls.from_sources(
+            from_objects(nodes, "nodes"),
+            from_objects(existing, "existing"),
+            from_objects(pods, "pods"),
+            semantics,
+            input_unit,
+            profile=profile,
+        )
+
+    @classmethod
+    def read(
+        cls,
+        nodes: Iterable[str],
+        pods: Iterable[str] = (),
+        existing: Iterable[str] = (),
+        *,
+        semantics: Semantics | None = None,
+        input_unit: str | None = None,
+        profile: Profile | None = None,
+    ) -> Simulation:
+        """From YAML or JSON files; unreadable YAML raises InputError naming the file and line."""
+        docs = [[s for path in paths for s in read_documents(path)] for paths in (nodes, existing, pods)]
+        return cls.from_sources(docs[0], docs[1], docs[2], semantics, input_unit, profile=profile)
+
+    def with_nodes(self, extra: Sequence[Source] = ()) -> Simulation:
+        """The same pods (read once) on the nodes made afresh from their documents, `extra` nodes added after them:
+        a replay of the fleet with a node pool's nodes added, or a second run from the same inputs."""
+        if self._sources is None:
+            raise ValueError("a simulation built from a model has no documents to make its nodes again")
+        docs = self._sources
+        nodes = build([*docs.nodes, *extra], docs.unhealthy, [], self.semantics, docs.input_unit).nodes
+        inventory = Inventory(
+            nodes,
+            self.inventory.existing,
+            self.inventory.new,
+            self.inventory.ignored,
+            self.inventory.quotas,
+            self.inventory.budgets,
+            self.inventory.notes,
+            self.inventory.held,
+        )
+        return Simulation(
+            inventory, self.semantics, self.profile, _Sources([*docs.nodes, *extra], docs.unhealthy, docs.input_unit)
+        )
+
+    def alone(self, extra: Sequence[Source]) -> Simulation:
+        """A simulation of `extra` nodes only, empty, the same pods read: what a node of a pool takes by itself."""
+        docs = self._sources or _Sources([])
+        nodes = build(list(extra), docs.unhealthy, [], self.semantics, docs.input_unit).nodes
+        inventory = Inventory(nodes, [], list(self.inventory.new), budgets=self.inventory.budgets)
+        return Simulation(
+            inventory, self.semantics, self.profile, _Sources(list(extra), docs.unhealthy, docs.input_unit)
+        )
+
+    # --- what it holds -------------------------------------------------------------------------------------------
+
+    @property
+    def nodes(self) -> list[Node]:
+        """The nodes, in input order (read, never change)."""
+        return self.inventory.nodes
+
+    @property
+    def running(self) -> list[Pod]:
+        """The pods bound before the run (`--existing`), as read."""
+        return self.inventory.existing
+
+    @property
+    def pending(self) -> list[Pod]:
+        """The pods to place, in the order they arrive."""
+        return self.inventory.new
+
+    @property
+    def templates(self) -> list[Pod]:
+        """The pods of the `templates` workloads, held out of the queue."""
+        return self.inventory.held
+
+    @property
+    def notes(self) -> list[str]:
+        """What the inputs leave the run to assume."""
+        return self.inventory.notes
+
+    def node(self, name: str) -> Node:
+        return self._by_name[name]
+
+    def replicas(self, pod: Pod, names: Sequence[str], kind: str) -> list[Pod]:
+        """More replicas of a pod of a `kind` controller, named (and, a StatefulSet's, labelled) as it would."""
+        return [replica(pod, name, kind) for name in names]
+
+    @staticmethod
+    def recreated(pod: Pod) -> Pod:
+        """A bound pod as its controller creates it again: its spec, no node, no device."""
+        return with_changes(pod, node=None, gpu_indices=None)
+
+    # --- the queue -----------------------------------------------------------------------------------------------
+
+    def charge(self) -> list[str]:
+        """Charge the running pods to their nodes (once): their devices as the extender's annotations name them
+        (`Profile.bound_gpus`). Returns the warnings (an invalid pod, an over-committed GPU)."""
+        if self._charged is None:
+            with collector.paused():  # the charged copies hold no cycles: the collector would walk the fleet
+                self._charged = charge_existing(self.nodes, self.running, self.profile)
+            self._changed()
+        return list(self._charged)
+
+    def run(
+        self,
+        *,
+        engine: EngineName = "fast",
+        node_order: Mapping[str, str] | None = None,
+        explain: bool = False,
+        show_progress: bool = False,
+        draws: bool = True,
+    ) -> PlacementResult:
+        """Place the pending pods after charging the running ones; invalid pods are reported, not placed.
+        `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds. Without `draws`, a pod
+        placed where kube-scheduler's search stops early is tied only with the nodes sharing its best score among
+        those searched, not with every node the real choice may be drawn from (`Sampler.draws`): answers that count
+        pods and show no choice (the planner's) spare that scoring of the whole fleet."""
+        if self._ran:
+            raise RuntimeError(
+                "a simulation runs its pending pods once: `schedule` sends more, `with_nodes` starts again"
+            )
+        self._ran = True
+        refuse_unsupported_unit(self.nodes, self.semantics)
+        warnings = self.charge()
+        pending, quotas = self.pending, self.inventory.quotas
+        result = self._queue(pending, quotas, engine, node_order, explain, show_progress, draws, self.notes)
+        result.warnings[:0] = warnings
+        return result
+
+    def schedule(
+        self, pods: Sequence[Pod], *, engine: EngineName = "fast", explain: bool = False, draws: bool = True
+    ) -> PlacementResult:
+        """More pods through the queue, on the state as it stands (the running pods charged first): a template's
+        replicas after the fleet's own pods."""
+        self.charge()
+        return self._queue(list(pods), [], engine, None, explain, False, draws, [])
+
+    def replay(self, mark: Mark, pods: Sequence[Pod], *, draws: bool = True) -> PlacementResult:
+        """Roll back to `mark`, then send `pods` through the queue again."""
+        self.rollback(mark)
+        return self.schedule(pods, draws=draws)
+
+    def _queue(
+        self,
+        new: list[Pod],
+        quotas: list[admission.Quota],
+        engine: EngineName,
+        node_order: Mapping[str, str] | None,
+        explain: bool,
+        show_progress: bool,
+        draws: bool,
+        notes: Sequence[str],
+    ) -> PlacementResult:
+        profile = self.profile
+        if profile.pick is not None:  # the fast engine's indexes keep the repeatable tie-break: a sample goes node
+            engine = "reference"  # by node
+        runner = fast_engine.place if engine == "fast" else reference.place
+        served = self.semantics.served_scheduler
+        refused, quota_notes = admission.admit(quotas, self.running, [p for p in new if not p.invalid])
+        never_created = {id(r.pod) for r in refused}
+        # a pod that names its node is bound at creation, whichever scheduler it names
+        valid = [
+            p
+            for p in new
+            if not p.invalid
+            and id(p) not in never_created
+            and (p.scheduler_name == served or not p.wants_gpu or p.node is not None)
+        ]
+        with collector.paused(), progress(len(valid), "pods", show_progress) as tick:
+            result = runner(
+                self.nodes, valid, profile, dict(node_order or {}), explain, tick, self.inventory.budgets, draws
+            )
+        self._changed(recount=True)
+        result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in new if p.invalid]
+        result.invalid += [Invalid(r.pod.namespace, r.pod.name, r.message, r.pod.source) for r in refused]
+        result.not_served = [
+            NotServed(p.namespace, p.name, p.scheduler_name, served, p.source)
+            for p in new
+            if not p.invalid
+            and id(p) not in never_created
+            and p.wants_gpu
+            and p.scheduler_name != served
+            and p.node is None
+        ]
+        unindexed = profile.unindexed(valid, self.nodes) if explain and engine == "fast" else []
+        result.warnings = [
+            *result.warnings,
+            *notes,
+            *quota_notes,
+            *_preset(new, self.nodes, profile),
+            *_replay_gaps(new, self.nodes, node_order or {}),
+            *_deviceless(self.nodes),
+            *[
+                f"score plugin {name} declares no hook for the fast path's score index: every pod was scored node by "
+                "node (as the reference engine does)"
+                for name in unindexed
+            ],
+        ]
+        return result
+
+    # --- one pod -------------------------------------------------------------------------------------------------
+
+    def fits(self, pod: Pod, node: Node, *, prefilter: bool = True) -> Fit:
+        """Each filter plugin's status for `pod` on `node` as it stands, in kube-scheduler's order, up to the first
+        that rejects (the pods nominated there of at least the pod's priority counted, as kube-scheduler counts
+        them). Without `prefilter` the rules between pods (affinity, spreading) are not counted: they pass (an
+        estimate, for packings that place pods on empty nodes)."""
+        profile, cycle = self.profile, self._cycle(pod) if prefilter else None
+        statuses: list[Status] = []
+        for plugin in profile.static_filters:
+            reasons = plugin.filter(node, pod, cycle)
+            statuses.append(Status(plugin.name, tuple(reasons)))
+            if reasons:
+                return Fit(pod.key, node.name, tuple(statuses))
+        rejected = profile.dynamic_rejection(node, pod, cycle)
+        for plugin in profile.dynamic_filters:
+            if rejected is not None and plugin.name == rejected.plugin:
+                statuses.append(Status(plugin.name, rejected.reasons))
+                break
+            statuses.append(Status(plugin.name))
+        return Fit(pod.key, node.name, tuple(statuses))
+
+    def admits(self, pod: Pod, node: Node, *, prefilter: bool = True) -> bool:
+        """`fits(...).ok`, without the statuses (for loops over many nodes)."""
+        return self.profile.rejection(node, pod, self._cycle(pod) if prefilter else None) is None
+
+    def explain(self, pod: Pod) -> list[Fit]:
+        """`fits` on every node, in input order."""
+        return [self.fits(pod, node) for node in self.nodes]
+
+    def eligible(self, pod: Pod) -> list[Node]:
+        """The nodes whose labels, taints and spec let the pod in (the static filters: no bind changes them)."""
+        return [n for n in self.nodes if self.profile.static_rejection(n, pod) is None]
+
+    def devices(self, pod: Pod, node: Node) -> tuple[int, ...]:
+        """The GPUs a bind of `pod` to `node` gives it now (the extender's device choice), by index."""
+        return tuple(g.index for g in self.profile.gpus.choose_gpus(node, pod))
+
+    def bind(self, pod: Pod, node: Node, gpus: Sequence[int] | None = None) -> Assignment:
+        """Bind `pod` to `node` on the GPUs `gpus` names, or those the device choice gives it (a pod that names its
+        node is charged as a running pod is: `Profile.bound_gpus`). No filter is asked: ask `fits` first."""
+        if gpus is None and pod.node is not None:
+            charged, held, _ = self.profile.bound_gpus(node, pod)
+            node.add_pod(charged, held)
+            chosen = held
+        else:
+            by_index = {g.index: g for g in node.gpus}
+            chosen = self.profile.gpus.choose_gpus(node, pod) if gpus is None else [by_index[i] for i in gpus]
+            node.add_pod(pod, chosen)
+        self._changed(bound=pod)
+        return Assignment(
+            pod.namespace, pod.name, node.name, tuple((g.index, pod.per_gpu) for g in chosen), pod.core, 1
+        )
+
+    def unbind(self, pod: Pod, node: Node | None = None) -> Node:
+        """Take a bound pod off its node (`node`, else the one it names, else any), giving back its devices; the pod
+        is found there by identity, else by name. Returns the node."""
+        where = node or self._by_name.get(pod.node or "")
+        for candidate in [where] if where is not None else self.nodes:
+            found = next((p for p in candidate.bound if p is pod), None)
+            if found is None:
+                found = next((p for p in candidate.bound if p.key == pod.key), None)
+            if found is not None:
+                candidate.remove_pod(found)
+                self._changed(unbound=found)
+                return candidate
+        raise KeyError(pod.key)
+
+    def evict(self, key: str, node: str) -> Pod | None:
+        """Delete the pod named `key` from `node` (preemption's victim, a planner's move): None if it is not there."""
+        where = self._by_name.get(node)
+        victim = None if where is None else next((p for p in where.bound if p.key == key), None)
+        if where is not None and victim is not None:
+            where.remove_pod(victim)
+            self._changed(unbound=victim)
+        return victim
+
+    def add_node(self, source: Source) -> Node:
+        """A node added, made from its document (what a node pool adds): modelled by itself (its filters read only
+        itself), once per document, copied for each node added of it."""
+        made = self._made.get(id(source))
+        if made is None:
+            docs = self._sources or _Sources([])
+            made = build([source], docs.unhealthy, [], self.semantics, docs.input_unit).nodes[0]
+            self._made[id(source)] = made
+        node = copy.deepcopy(made)
+        node.id = len(self.nodes)
+        node.journal = self._journal
+        self.nodes.append(node)
+        self._by_name[node.name] = node
+        if self._journal is not None:
+            self._journal.append((node, None, [], True))
+        self._changed()
+        return node
+
+    # --- undo ----------------------------------------------------------------------------------------------------
+
+    def mark(self) -> Mark:
+        """A point to roll back to: every change from here on is recorded."""
+        if self._journal is None:
+            self._journal = []
+            for node in self.nodes:
+                node.journal = self._journal
+        return Mark(len(self._journal))
+
+    def rollback(self, mark: Mark) -> None:
+        """Undo every change since `mark`, in reverse: binds, deletions, nodes added, and what runs placed."""
+        journal = self._journal
+        if journal is None or mark > len(journal):
+            raise ValueError(f"no such mark: {mark}")
+        undo, journal[mark:] = journal[mark:], []
+        for node in self.nodes:
+            node.journal = None
+        for node, pod, gpus, added in reversed(undo):
+            if pod is None:  # a node added
+                self.nodes.remove(node)
+                del self._by_name[node.name]
+            elif added:
+                node.remove_pod(pod)
+            else:
+                node.add_pod(pod, gpus)
+        for node in self.nodes:
+            node.journal = journal
+        self._changed(recount=True)
+
+    # --- state made elsewhere -----------------------------------------------------------------------------------
+
+    def apply(self, result: PlacementResult) -> PlacementResult:
+        """The state a run of these pods left (a run made in another process), from its answers, without placing
+        anything again: the running pods charged, those it preempted taken off, the pods it placed bound in its
+        order on the GPUs it gave them (a pod naming its node charged as the run charged it). Returns `result` with
+        this simulation's nodes. Pods sharing a name make the answers ambiguous: then the pods are placed again."""
+        pods = {pod.key: pod for pod in self.pending}
+        if len(pods) < len(self.pending):
+            return self.run(draws=False)
+        self.charge()
+        for gone in result.preempted:  # a victim the run itself placed left its placements: not charged here
+            self.evict(gone.key, gone.node)
+        for placed in result.placements:
+            pod, node = pods[placed.key], self._by_name[placed.node]
+            self.bind(pod, node, None if pod.node is not None else [index for index, _ in placed.gpus])
+        return replace(result, nodes=self.nodes)
+
+    def displaced(self) -> dict[str, tuple[str, str]]:
+        """The running GPU pods whose place no longer holds under this simulation's semantics (after a change of
+        unit, label mode or GPU memory): each node's GPU pods taken off, then put back in their order on the GPUs
+        they hold, each checked first by the device rules (`GpuShare.holds`); those that no longer hold stay off.
+        Pod key -> (node, why). Placement filters such as node affinity are not asked again: a running pod is not
+        scheduled again."""
+        self.charge()
+        lost: dict[str, tuple[str, str]] = {}
+        gpus_of = self.profile.gpus
+        for node in self.nodes:
+            pods = [p for p in node.bound if p.wants_gpu]
+            held = {id(p): list(node.devices.get(id(p), [])) for p in pods}
+            for pod in pods:
+                node.remove_pod(pod)
+            for pod in pods:
+                why = gpus_of.holds(node, pod, held[id(pod)], self.semantics.gpu_memory_unit)
+                if why:
+                    lost[pod.key] = (node.name, why)
+                else:
+                    node.add_pod(pod, held[id(pod)])
+        self._changed(recount=True)
+        return lost
+
+    # --- bookkeeping ---------------------------------------------------------------------------------------------
+
+    def _changed(self, bound: Pod | None = None, unbound: Pod | None = None, recount: bool = False) -> None:
+        self._version += 1
+        if recount:
+            self._anti = None
+        elif self._anti is not None:
+            self._anti += _anti(bound) - _anti(unbound)
+
+    def _cycle(self, pod: Pod) -> Cycle | None:
+        """The pod's PreFilter counts on the state as it stands, where a rule between pods applies to it; kept until
+        the state changes (a search asks for one pod on many nodes)."""
+        if self._cycles_at != self._version:
+            self._cycles, self._cycles_at = {}, self._version
+        key = id(pod)
+        if key in self._cycles:
+            return self._cycles[key]
+        if self._anti is None:
+            self._anti = sum(1 for n in self.nodes for p in n.bound if _anti(p))
+        cycle = self.profile.prefilter(pod, self.nodes) if self.profile.needs_cycle(pod, self._anti > 0) else None
+        self._cycles[key] = cycle
+        return cycle
+
+
+def _anti(pod: Pod | None) -> int:
+    return int(pod is not None and pod.pod_affinity is not None and bool(pod.pod_affinity.required_anti))
+
+
+def charge_existing(nodes: list[Node], pods: Iterable[Pod], profile: Profile) -> list[str]:
+    """Charge pods already bound to their nodes (`Profile.bound_gpus`); returns warnings (an invalid pod, an
+    over-committed GPU)."""
+    by_name = {n.name: n for n in nodes}
+    warnings = []
+    for pod in pods:
+        node = by_name.get(pod.node or "")
+        if node is None or pod.invalid:
+            if pod.invalid:
+                warnings.append(f"existing pod {pod.key}: {pod.invalid}")
+            continue
+        charged, gpus, warning = profile.bound_gpus(node, pod)
+        if warning:
+            warnings.append(f"existing {warning}")
+        node.add_pod(charged, gpus)
+    return warnings
+
+
+def _preset(new: Sequence[Pod], nodes: Sequence[Node], plugins: Profile) -> list[str]:
+    """Pods to place that name their node (spec.nodeName): no scheduler sees them, so what the extender would have
+    done for them is not done."""
+    names = {n.name for n in nodes}
+    notes = []
+    for pod in new:
+        if pod.node is None or pod.invalid:
+            continue
+        if pod.node not in names:
+            notes.append(f"pod {pod.key} sets spec.nodeName {pod.node}: no such node in the fleet, it stays pending")
+        elif pod.wants_gpu and not plugins.places_unannotated:
+            notes.append(
+                f"pod {pod.key} sets spec.nodeName {pod.node}: bound at creation, no scheduler sees it, so the "
+                f"extender gives it no GPU device and no index annotation; its {labels.GPU_MEM} counts at node level "
+                "only, and the device plugin, finding no pod the extender assumed, starts it with no GPU visible "
+                "(NVIDIA_VISIBLE_DEVICES=no-gpu-has-...-to-run)"
+            )
+    return notes
+
+
+def _replay_gaps(new: Sequence[Pod], nodes: Sequence[Node], order: Mapping[str, str]) -> list[str]:
+    """--node-order lines that replay nothing: a node not in the fleet (its pod stays pending), a pod not placed."""
+    if not order:
+        return []
+    names = {n.name for n in nodes}
+    pods = {p.key for p in new}
+    gaps = [
+        f"--node-order: {pod} -> {node}: no node {node} in the fleet, the pod stays pending"
+        for pod, node in order.items()
+        if pod in pods and node not in names
+    ]
+    unknown = [pod for pod in order if pod not in pods]
+    if unknown:
+        gaps.append(f"--node-order: {len(unknown)} pods named are not among the pods to place: {listed(unknown)}")
+    return gaps
+
+
+def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None:
+    """The dry run refuses what `validate` reports on the same nodes: the node rule on the unit (GN309), run by the
+    rules engine with --gpu-memory-unit as the unit, so `place` cannot drift from the rule. One refusal names the
+    nodes: the unit is the flag to change, not one node."""
+    rule = nodes_rules.SMALL_UNIT_RULE
+    facts = ClusterFacts(gpu_memory_unit=semantics.gpu_memory_unit)
+    subjects = (Subject("node", n.name, None, NodeInfo(n.name, n.labels, _NO_SOURCE)) for n in nodes)
+    refused = [finding.subject for finding in evaluate(subjects, facts, (rule,))]
+    if refused:
+        raise InputError(
+            "--gpu-memory-unit",
+            semantics.gpu_memory_unit,
+            f"{products.UNIT_1GIB}: {rule.summary} ({listed(refused)}) [{rule.id}]",
+        )
+
+
+def _deviceless(nodes: Sequence[Node]) -> list[str]:
+    """Nodes whose GPU memory no GPU pod can use: the extender makes no device without a GPU count."""
+    names = [n.name for n in nodes if n.gpu_mem and not n.gpus]
+    if not names:
+        return []
+    return [
+        f"{listed(names)}: {labels.GPU_MEM} without {labels.GPU_COUNT}: the extender makes no device for such a "
+        "node, so no GPU pod lands there (the device plugin reports both; check it runs there)"
+    ]
+
+
+def place(
+    nodes: Objects,
+    pods: Objects,
+    *,
+    existing: Objects = (),
+    semantics: Semantics | None = None,
+    engine: EngineName = "fast",
+    node_order: Mapping[str, str] | None = None,
+    input_unit: str | None = None,
+    explain: bool = False,
+) -> PlacementResult:
+    """Where would `pods` (Pods and controllers) land on `nodes`, given the `existing` bound pods? Each takes
+    dicts as `yaml.safe_load` gives them, or a `kubectl get -o yaml` List.
+
+    `explain` adds, for each pending pod, every node and why the pod does not fit it (costs a scan per
+    pending pod, so it is off by default for fleet-scale runs)."""
+    simulation = Simulation.of(nodes, pods, existing=existing, semantics=semantics, input_unit=input_unit)
+    return simulation.run(engine=engine, node_order=node_order, explain=explain)
+
+
+def place_files(
+    nodes: Iterable[str],
+    pods: Iterable[str],
+    existing: Iterable[str] = (),
+    *,
+    semantics: Semantics | None = None,
+    input_unit: str | None = None,
+    engine: EngineName = "fast",
+    node_order: Mapping[str, str] | None = None,
+    explain: bool = False,
+    show_progress: bool = False,
+    draws: bool = True,
+) -> PlacementResult:
+    """`place` over YAML files; unreadable YAML raises InputError naming the file and line."""
+    simulation = Simulation.read(nodes, pods, existing, semantics=semantics, input_unit=input_unit)
+    return simulation.run(
+        engine=engine, node_order=node_order, explain=explain, show_progress=show_progress, draws=draws
+    )
