@@ -40,9 +40,9 @@ T = TypeVar("T")
 
 
 def timed(work: Callable[..., T], *args: Any) -> tuple[T, float]:
-    from gpushare import collector
+    from gpushare import process
 
-    with collector.paused():
+    with process.paused():
         started = time.perf_counter()
         result = work(*args)
         return result, time.perf_counter() - started

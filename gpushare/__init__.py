@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gpushare.domain.kinds import VERSION as __version__
 
 if TYPE_CHECKING:
     from gpushare.errors import GpushareError, InputError

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from gpushare import __version__, collector
+from gpushare import __version__, process
 from gpushare.errors import GpushareError
 
 EXIT_USAGE = 2
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
     try:
-        with collector.paused():
+        with process.paused():
             return _main(argv)
     except KeyboardInterrupt:
         return _interrupted()
@@ -165,7 +165,7 @@ def entry() -> NoReturn:
     cyclic collector frees: it took 0.5-1 s at 100,000 pods to free memory the system takes back at exit anyway. The
     output is flushed first; nothing of gpushare's is left to run at exit (its files are written and its reader's
     child reaped within `main`). Usage errors and --help leave through SystemExit, as before."""
-    with collector.paused():  # re-enabled, the collector would start on those objects at the next allocation
+    with process.paused():  # re-enabled, the collector would start on those objects at the next allocation
         code = main()
         try:
             _flush()

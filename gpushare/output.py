@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpushare import __version__
 from gpushare.domain import kinds
+from gpushare.domain.kinds import VERSION as __version__
 from gpushare.errors import GpushareError, InputError, MissingDependency
 
 MARKER = ".gpushare-output.json"

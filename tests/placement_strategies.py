@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import strategies as st
@@ -195,8 +196,14 @@ def running_pod(draw: st.DrawFn, i: int, nodes: list[dict[str, Any]]) -> dict[st
     node = draw(st.sampled_from(nodes))
     annotations: dict[str, str] = {}
     gpus = node["status"]["capacity"].get("aliyun.com/gpu-count", 0)
-    if gpus and draw(st.booleans()):
-        annotations["ALIYUN_COM_GPU_MEM_IDX"] = str(draw(st.integers(0, gpus)))
+    if gpus and draw(st.booleans()):  # the extender's annotations, maybe with its share, or ACK's allocation
+        index = draw(st.integers(0, gpus))
+        annotations["ALIYUN_COM_GPU_MEM_IDX"] = str(index)
+        if draw(st.booleans()):
+            annotations["ALIYUN_COM_GPU_MEM_POD"] = str(draw(st.integers(0, 8)))
+        elif draw(st.booleans()):
+            share = {str(index): draw(st.integers(1, 8))}
+            annotations["scheduler.framework.gpushare.allocation"] = json.dumps({"0": share})
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpushare import collector
+from gpushare import process
 from gpushare.cli import main
 from gpushare.kube.documents import Source
 from gpushare.placement import Semantics, Simulation
@@ -71,9 +71,9 @@ def fleet(pods: int, scheduler: str = "default-scheduler") -> tuple[list[Source]
 
 def test_the_collector_is_paused_and_restored(collections: list[int]) -> None:
     collections.clear()
-    with collector.paused():
+    with process.paused():
         assert not gc.isenabled()
-        with collector.paused():
+        with process.paused():
             kept = churn()
         assert not gc.isenabled()  # the inner pause leaves it to the outer
     assert gc.isenabled()
@@ -93,7 +93,7 @@ def test_what_a_pause_kept_goes_to_the_oldest_generation_unwalked(collections: l
         other: Ring
 
     gc.collect()
-    with collector.paused():
+    with process.paused():
         kept = churn()
         ring = Ring()
         ring.other = ring
@@ -111,7 +111,7 @@ def test_what_a_pause_kept_goes_to_the_oldest_generation_unwalked(collections: l
     frozen = [[1]]
     gc.freeze()
     try:
-        with collector.paused():
+        with process.paused():
             churn()
         assert gc.get_freeze_count() > 0  # the caller's frozen objects are left frozen
     finally:
@@ -120,11 +120,11 @@ def test_what_a_pause_kept_goes_to_the_oldest_generation_unwalked(collections: l
 
 
 def test_the_collector_comes_back_after_an_error(collections: list[int]) -> None:
-    with pytest.raises(ValueError), collector.paused():
+    with pytest.raises(ValueError), process.paused():
         raise ValueError
     assert gc.isenabled()
     gc.disable()
-    with collector.paused():
+    with process.paused():
         pass
     assert not gc.isenabled()  # off before, off after
 
@@ -170,12 +170,12 @@ def test_a_snapshot_stream_stays_flat_under_the_pause() -> None:
         for _ in range(200):
             _item(trim(pod))
 
-    with collector.paused():
-        collector.sweep()
+    with process.paused():
+        process.sweep()
         before = len(gc.get_objects())
         for _ in range(5):
             page()
-            collector.sweep()
+            process.sweep()
         swept = len(gc.get_objects())
         page()
         unswept = len(gc.get_objects())

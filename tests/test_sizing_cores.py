@@ -21,7 +21,7 @@ import yaml
 from helpers import children_of, interrupt_when_forked
 from test_capacity import node, pod_spec, pool
 
-from gpushare import forks
+from gpushare import process
 from gpushare.kube.documents import from_objects
 from gpushare.placement import Semantics
 from gpushare.placement.model import Node
@@ -150,14 +150,14 @@ def test_pools_sized_in_copies_answer_as_on_one_core(
 ) -> None:
     monkeypatch.setattr(sizing, "AT_ONCE_FROM", 0)
     came: list[list[bool]] = []
-    each = forks.each
+    each = process.each
 
     def counted(*args: Any) -> Any:
         answers = each(*args)
         came.append([elsewhere for _, elsewhere in answers])
         return answers
 
-    monkeypatch.setattr(forks, "each", counted)
+    monkeypatch.setattr(process, "each", counted)
     fleet, pools = _fleet(seed, semantics)
     one = size(fleet, pools, cores=1)
     fleet, pools = _fleet(seed, semantics)
@@ -189,7 +189,7 @@ def test_settle_gives_the_state_the_run_leaves(seed: int, semantics: str) -> Non
     rng = random.Random(seed)
     for counts in ([], [(pools[0], rng.randint(1, 4))], [(pools[1], rng.randint(1, 3)), (pools[2], 1)]):
         result = fleet.with_pools(counts)
-        sent = pickle.loads(forks._dumps(replace(result, nodes=[])))
+        sent = pickle.loads(process._dumps(replace(result, nodes=[])))
         assert sent.nodes == [] and sent.placements == result.placements
         settled = _fleet(seed, semantics)[0].settle(counts, sent)
         assert state(settled.nodes) == state(result.nodes)
@@ -231,7 +231,7 @@ def test_each_answers_in_order_from_copies_and_here() -> None:
         time.sleep(0.05)  # long enough that the copy takes some
         return value, os.getpid()
 
-    answers = forks.each(list(range(6)), where, 2)
+    answers = process.each(list(range(6)), where, 2)
     assert [a[0] for a, _ in answers] == list(range(6))
     assert {elsewhere for _, elsewhere in answers} == {True, False}
     assert all((pid != os.getpid()) == elsewhere for (_, pid), elsewhere in answers)
@@ -241,7 +241,7 @@ def test_each_answers_in_order_from_copies_and_here() -> None:
 def test_what_a_copy_does_not_hand_back_is_worked_here() -> None:
     global PARENT
     PARENT = os.getpid()
-    answers = forks.each(list(range(5)), _parent_only, 3)
+    answers = process.each(list(range(5)), _parent_only, 3)
     assert answers == [(i * i, False) for i in range(5)]
 
     def killed(value: int) -> int:
@@ -249,7 +249,7 @@ def test_what_a_copy_does_not_hand_back_is_worked_here() -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return value
 
-    assert forks.each(list(range(4)), killed, 2) == [(i, False) for i in range(4)]
+    assert process.each(list(range(4)), killed, 2) == [(i, False) for i in range(4)]
     assert not children_of(os.getpid())
 
 
@@ -261,7 +261,7 @@ def test_an_error_is_raised_here_as_on_one_core() -> None:
 
     for workers in (1, 2):
         with pytest.raises(ValueError, match="item 3 refused"):
-            forks.each(list(range(6)), refused, workers)
+            process.each(list(range(6)), refused, workers)
     assert not children_of(os.getpid())
 
 
@@ -273,14 +273,14 @@ def test_compiled_frozen_answers_cross_by_their_constructors() -> None:
         placements=[Assignment("ml", "a", "n0", ((1, 4),), 0, 2)],
         pending=[Pending("ml", "b", 3, (("Insufficient cpu", 3),), 4, post_filter=" no preemption")],
     )
-    back = pickle.loads(forks._dumps(result))
+    back = pickle.loads(process._dumps(result))
     assert back == result and back is not result
 
 
 def test_ctrl_c_while_pools_are_sized_on_two_cores_ends_with_one_line(tmp_path: Path) -> None:
     """A fleet large enough to size pools in a copy, interrupted while both size them: exit 130, one line, no
     process left."""
-    if forks.cores() < 2:
+    if process.cores() < 2:
         pytest.skip("one core: no copy is made")  # pragma: no cover - CI has two
     (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(node("full", 1, 8)))
     pods = [
@@ -302,8 +302,8 @@ def test_a_containers_cpu_limit_caps_the_cores(
 ) -> None:
     """A pod's CPU limit of 1.5 CPUs leaves one core's worth: no copy would run beside this process."""
     (tmp_path / "cpu.max").write_text(cpu_max + "\n")
-    monkeypatch.setattr(forks, "CPU_MAX", str(tmp_path / "cpu.max"))
-    assert forks.cores() == (most or len(os.sched_getaffinity(0)))
+    monkeypatch.setattr(process, "CPU_MAX", str(tmp_path / "cpu.max"))
+    assert process.cores() == (most or len(os.sched_getaffinity(0)))
 
 
 def test_only_this_process_writes_the_status_line(

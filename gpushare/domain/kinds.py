@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
+#: gpushare's own version (the package's `__version__`, what `--version` prints and its outputs are stamped with).
+VERSION: Final = "0.1.0"
+
 ApiVersion = Literal["gpushare.io/v1alpha1"]
 API_VERSION: Final[ApiVersion] = "gpushare.io/v1alpha1"
 assert get_args(ApiVersion) == (API_VERSION,)

@@ -13,8 +13,9 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from gpushare import __version__, output
+from gpushare import output
 from gpushare.domain import products, versions
+from gpushare.domain.kinds import VERSION as __version__
 from gpushare.domain.labels import GPU_MEM
 from gpushare.domain.products import (
     ACK_PLUGIN_LOOKUP,

@@ -11,7 +11,7 @@ from typing import Any
 
 import jinja2
 
-from gpushare import __version__
+from gpushare.domain.kinds import VERSION as __version__
 from gpushare.generate import schedconfig
 from gpushare.generate.components.scheduler import EXTENDER, extender_container
 from gpushare.generate.stack import Stack

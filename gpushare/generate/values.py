@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from gpushare import __version__
+from gpushare.domain.kinds import VERSION as __version__
 from gpushare.domain.products import INSTALLER_CHART
 from gpushare.generate import security
 from gpushare.generate.template import Expr

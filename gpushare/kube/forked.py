@@ -7,7 +7,7 @@ the file (fork shares it), encodes each item it read, trimmed, with msgpack into
 (nothing is ever left behind), and exits; this process then decodes those at a few microseconds an item against
 tens for reading them. Items come out in file order either way, with the same lines and objects.
 
-The child is a `gpushare.forks.Child`: it never runs this process's cleanups or writes anything but its temporary
+The child is a `gpushare.process.Child`: it never runs this process's cleanups or writes anything but its temporary
 file, and dies of SIGINT or SIGTERM as a plain process does. Should the child fail in any way, this process reads
 the second half itself; an item the fast decoders leave to the strict
 reader goes to it here, in order, as when read on one core.
@@ -22,7 +22,7 @@ from typing import IO, Any, TypeVar
 
 import msgspec
 
-from gpushare import forks
+from gpushare import process
 from gpushare.kube.listing import Buffer, Item, NotKubectl, give_back
 
 Unit = TypeVar("Unit")
@@ -42,7 +42,7 @@ def worthwhile(size: int) -> bool:
     """Whether a List of `size` bytes is read on two cores: a large file, a second core, and fork (Linux)."""
     if size < MIN_BYTES or os.environ.get("GPUSHARE_READER") == ONE_CORE:
         return False
-    return forks.cores() >= 2
+    return process.cores() >= 2
 
 
 def items(
@@ -90,13 +90,13 @@ def items(
 
 
 class _Child:
-    def __init__(self, child: forks.Child) -> None:
+    def __init__(self, child: process.Child) -> None:
         self.child = child
         self.pid = child.pid
 
     @classmethod
     def start(cls, data: Buffer, read: Callable[[], Iterator[Item]]) -> _Child | None:
-        child = forks.Child.start(lambda output: _run(data, read, output))
+        child = process.Child.start(lambda output: _run(data, read, output))
         return None if child is None else cls(child)
 
     def received(self, data: Buffer, lines: int) -> Iterator[Item] | None:

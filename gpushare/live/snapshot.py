@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpushare import collector
+from gpushare import process
 from gpushare.domain import kinds
 from gpushare.kube.cluster import PAGE, READS, Cluster, ClusterError, Listing, pages
 from gpushare.kube.shapes import trim
@@ -125,7 +125,7 @@ def _write_list(
                         append((b"" if first else b",") + _item(trim(item)))
                         first = False
                         counts[listing.kind] = counts.get(listing.kind, 0) + 1
-                    collector.sweep()  # each item written left a cycle behind (the collector is paused)
+                    process.sweep()  # each item written left a cycle behind (the collector is paused)
             except ClusterError as exc:
                 if started:  # a list cut midway would leave a part of it: the snapshot is not written
                     raise ClusterError(

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpushare import collector
+from gpushare import process
 from gpushare.domain import labels, products
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import Placement
@@ -341,10 +341,10 @@ def build(
     """The model of the fleet; existing pods are charged to their nodes, DaemonSets expanded per eligible node.
     With `consume`, the workload list is emptied as its objects are modelled, so a fleet's documents and its
     model are not both held whole (the caller's last use of them); the last `held` workloads are modelled but not
-    queued (`Inventory.held`). The model is made with the cyclic collector paused (`collector`): it holds no
+    queued (`Inventory.held`). The model is made with the cyclic collector paused (`process`): it holds no
     cycles, and the collector would otherwise walk it again and again as it grows (a tenth of a headroom answer at
     100,000 running pods, called from Python)."""
-    with collector.paused():
+    with process.paused():
         return _build(node_docs, existing_docs, workload_docs, semantics, input_unit, consume, held)
 
 

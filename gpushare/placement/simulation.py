@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, NewType
 
-from gpushare import collector
+from gpushare import process
 from gpushare.domain import labels, products
 from gpushare.errors import InputError, listed
 from gpushare.kube.documents import Objects, Source, from_objects, read_documents
@@ -261,7 +261,7 @@ class Simulation:
         """Charge the running pods to their nodes (once): their devices as the extender's annotations name them
         (`Profile.bound_gpus`). Returns the warnings (an invalid pod, an over-committed GPU)."""
         if self._charged is None:
-            with collector.paused():  # the charged copies hold no cycles: the collector would walk the fleet
+            with process.paused():  # the charged copies hold no cycles: the collector would walk the fleet
                 self._charged = charge_existing(self.nodes, self.running, self.profile)
             self._changed()
         return list(self._charged)
@@ -331,7 +331,7 @@ class Simulation:
             and id(p) not in never_created
             and (p.scheduler_name == served or not p.wants_gpu or p.node is not None)
         ]
-        with collector.paused(), progress(len(valid), "pods", show_progress) as tick:
+        with process.paused(), progress(len(valid), "pods", show_progress) as tick:
             result = runner(
                 self.nodes, valid, profile, dict(node_order or {}), explain, tick, self.inventory.budgets, draws
             )

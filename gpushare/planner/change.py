@@ -23,7 +23,7 @@ from gpushare.generate.stack import Stack
 from gpushare.kube.documents import Objects, Source, from_objects
 from gpushare.kube.installed import UnitReading
 from gpushare.kube.nodes import NodeInfo, read_node
-from gpushare.placement.model import Semantics
+from gpushare.placement import Semantics
 from gpushare.planner.impact import Impact, gpu_node, impact, relabelled
 from gpushare.planner.stackdiff import ObjectChange, compare
 from gpushare.policy.engine import ClusterFacts, Finding, Subject, evaluate

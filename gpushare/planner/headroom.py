@@ -13,7 +13,7 @@ import copy
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from gpushare import collector
+from gpushare import process
 from gpushare.domain import labels
 from gpushare.errors import InputError
 from gpushare.kube.documents import Objects, Source, from_objects
@@ -135,8 +135,8 @@ def headroom_of(
 ) -> Headroom:
     """The headroom of one template (Sources as read, with their files and lines); with `runs`, that many more
     placements with random tie-breaks (seeds 1..runs) bound it (upstream: ACK's node order has no ties). The
-    cyclic collector is paused throughout (`collector`): the models and replicas hold no cycles."""
-    with collector.paused():
+    cyclic collector is paused throughout (`process`): the models and replicas hold no cycles."""
+    with process.paused():
         return _headroom_of(nodes, existing, pending, template, semantics, input_unit, runs)
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpushare import forks
+from gpushare import process
 from gpushare.errors import InputError
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
@@ -329,7 +329,7 @@ def size(fleet: Fleet, pools: list[Pool], cores: int | None = None) -> list[Sizi
     """Each pool sized alone, cheapest first (a pool that leaves fewer pods unservable before a cheaper one).
 
     The pools need nothing from each other: on several cores (all this process may use, or `cores`), forked copies
-    of this process size some of them while this one sizes the others (`forks.each`), once the fleet is large
+    of this process size some of them while this one sizes the others (`process.each`), once the fleet is large
     enough that a replay costs more than a copy. A pool sized in a copy comes back as its answers, and its
     replays' nodes are given their final state here (`Fleet.settle`): the same answers as on one core."""
     return _sized(fleet, pools, cores, mixed=False)[0]
@@ -345,7 +345,7 @@ def size_all(fleet: Fleet, pools: list[Pool], cores: int | None = None) -> tuple
 def _sized(fleet: Fleet, pools: list[Pool], cores: int | None, mixed: bool) -> tuple[list[Sizing], _Mixed | None]:
     zero = fleet.with_pools([])  # the fleet as it is, placed once: every copy starts from it
     placed = len(fleet.base.pending) + len(fleet.base.running)
-    workers = (forks.cores() if cores is None else cores) if zero.pending and placed >= AT_ONCE_FROM else 1
+    workers = (process.cores() if cores is None else cores) if zero.pending and placed >= AT_ONCE_FROM else 1
     # None: the mix's search, first (the longest, as a rule: each copy then takes a pool as it is free)
     items: list[Pool | None] = [None, *pools] if mixed else list(pools)
 
@@ -363,7 +363,7 @@ def _sized(fleet: Fleet, pools: list[Pool], cores: int | None, mixed: bool) -> t
         return replace(answer, result=result, one_fewer=fewer)
 
     alone, found = [], None
-    for answer, _ in forks.each(items, work, workers, _shipped, quiet, arrived):
+    for answer, _ in process.each(items, work, workers, _shipped, quiet, arrived):
         if isinstance(answer, _Mixed):
             found = answer
         else:

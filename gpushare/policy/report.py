@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from gpushare import __version__
 from gpushare.domain import kinds
+from gpushare.domain.kinds import VERSION as __version__
 from gpushare.errors import counted, shown
 from gpushare.policy.engine import Finding, Rule
 from gpushare.policy.validate import Report
