@@ -55,6 +55,7 @@ COMPILED = [
     "gpushare/kube/workloads.py",
     "gpushare/kube/fields.py",
     "gpushare/kube/nodes.py",
+    "gpushare/kube/ledger.py",
     "gpushare/domain/quantity.py",
     "gpushare/policy/engine.py",
     "gpushare/policy/rules/workloads.py",

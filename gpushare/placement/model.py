@@ -19,6 +19,8 @@ from gpushare.domain.versions import MINORS
 from gpushare.kube.podspec import HostPort, PodAffinity, Requirement, SpreadConstraint, Taint, Toleration
 
 SemanticsName = Literal["upstream", "ack"]
+#: The product each semantics models: ACK's, or the open-source stack's.
+PRODUCTS: dict[str, str] = {"ack": products.ACK, "upstream": products.OPEN_SOURCE}
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,8 @@ class Semantics:
 
     @property
     def served_scheduler(self) -> str:
-        profile = products.ACK if self.name == "ack" else products.OPEN_SOURCE
-        return self.scheduler_name or products.served_scheduler(products.PROFILES[profile].default_scheduler_mode)
+        product = products.PROFILES[PRODUCTS[self.name]]
+        return self.scheduler_name or products.served_scheduler(product.default_scheduler_mode)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain.kubescheduler import ScoringProfile
@@ -225,34 +226,67 @@ def _scores(scheduler: ScoringProfile) -> tuple[tuple[Plugin, int], ...]:
     return tuple((registry[name](), weight) for name, weight in scheduler.weights if name in registry)
 
 
-def profile(semantics: Semantics) -> Profile:
-    """The profile a semantics runs."""
+def _profile(semantics: Semantics, gpus: GpuShare, node_filters: tuple[Plugin, ...], **fields: Any) -> Profile:
+    """What every profile runs, in kube-scheduler's filter order (the filters that read only a node's labels, taints
+    and spec first, then what is in use, the device plugin's last), with what its semantics decides (`fields`)."""
     scheduler = semantics.scheduler
-    spread, affinity = PodTopologySpread(scheduler), InterPodAffinity(scheduler)
-    upstream = semantics.name == "upstream"
-    gpus = GpuShare() if upstream else AckGpuShare(semantics.placement, semantics.cgpu_max_pods_per_gpu)
-    # kube-scheduler's filter order; ACK's node-mode check reads labels only, the device check runs last
-    node_filters: tuple[Plugin, ...] = (NodeUnschedulable(), TaintToleration(scheduler), NodeAffinity(scheduler))
-    if not upstream:
-        node_filters += (GpuNodeMode(),)
-    fit = Fit(scheduler)
+    spread, affinity, fit = PodTopologySpread(scheduler), InterPodAffinity(scheduler), Fit(scheduler)
     return Profile(
         semantics=semantics,
-        static_filters=node_filters,
+        static_filters=(NodeUnschedulable(), TaintToleration(scheduler), NodeAffinity(scheduler), *node_filters),
         dynamic_filters=(NodePorts(), fit, spread, affinity, gpus),
         prefilters=(spread, affinity),
-        scores=_scores(scheduler) if upstream else (),
-        node_order=None if upstream or not isinstance(gpus, AckGpuShare) else gpus.node_key,
         gpus=gpus,
         resources=fit,
-        refuses=_UPSTREAM_REFUSES if upstream else _ACK_REFUSES,
-        multi_gpu=not upstream,
-        compute=not upstream,
-        places_unannotated=not upstream,
-        retries_at_once=upstream and scheduler.retries_at_once,
-        post_filter=DefaultPreemption(scheduler) if upstream else None,
         pick=None if semantics.tie_seed is None else _random_pick(semantics.tie_seed),
+        **fields,
     )
+
+
+def _upstream(semantics: Semantics) -> Profile:
+    """kube-scheduler's default profile of the minor, the open-source extender's filter and bind last."""
+    scheduler = semantics.scheduler
+    return _profile(
+        semantics,
+        GpuShare(),
+        (),
+        scores=_scores(scheduler),
+        node_order=None,
+        refuses=_UPSTREAM_REFUSES,
+        multi_gpu=False,
+        compute=False,
+        places_unannotated=False,
+        retries_at_once=scheduler.retries_at_once,
+        post_filter=DefaultPreemption(scheduler),
+    )
+
+
+def _ack(semantics: Semantics) -> Profile:
+    """ACK's scheduler as its documents describe it: the same filters, ACK's node modes (labels only, after the
+    scheduler's own static filters) and device rules last, nodes in ACK's binpack or spread order."""
+    gpus = AckGpuShare(semantics.placement, semantics.cgpu_max_pods_per_gpu)
+    return _profile(
+        semantics,
+        gpus,
+        (GpuNodeMode(),),
+        scores=(),
+        node_order=gpus.node_key,
+        refuses=_ACK_REFUSES,
+        multi_gpu=True,
+        compute=True,
+        places_unannotated=True,
+        retries_at_once=False,
+        post_filter=None,
+    )
+
+
+#: Each semantics (`Semantics.name`) and how its profile is made: the one place the two part.
+PROFILES: dict[str, Callable[[Semantics], Profile]] = {"upstream": _upstream, "ack": _ack}
+
+
+def profile(semantics: Semantics) -> Profile:
+    """The profile a semantics runs."""
+    return PROFILES[semantics.name](semantics)
 
 
 def _random_pick(seed: int) -> framework.Pick:

@@ -196,7 +196,7 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
         f"GPUs touched {s['gpusTouched']}/{s['gpus']}; GPU memory {s['gpuMemory']['used']}/"
         f"{s['gpuMemory']['total']} x {unit}; fragmented {s['fragmentation']} x {unit}",
     ]
-    if result.semantics.name == "upstream":
+    if result.scored:
         lines.append(f"nodes chosen as {result.semantics.scheduler.label} scores them")
         total = len(result.nodes)
         percentage = result.semantics.scheduler.percentage_of_nodes_to_score

@@ -111,3 +111,5 @@ class PlacementResult:
     nodes: list[Node] = field(default_factory=list)  # final state, input order
     preempted: list[Preempted] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: kube-scheduler's scores chose the nodes (the open-source stack; ACK's node order is no score).
+    scored: bool = False

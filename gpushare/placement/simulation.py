@@ -336,6 +336,7 @@ class Simulation:
                 self.nodes, valid, profile, dict(node_order or {}), explain, tick, self.inventory.budgets, draws
             )
         self._changed(recount=True)
+        result.scored = profile.scored
         result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in new if p.invalid]
         result.invalid += [Invalid(r.pod.namespace, r.pod.name, r.message, r.pod.source) for r in refused]
         result.not_served = [
