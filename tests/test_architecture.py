@@ -31,7 +31,7 @@ def test_the_map_lists_every_package_and_top_level_module_once() -> None:
     listed = [path for _, path in _map()]
     assert len(listed) == len(set(listed))
     present = {f"gpushare/{p.name}/" for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    present |= {f"gpushare/{p.name}" for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py")}
+    present |= {f"gpushare/{p.stem}" for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py")}
     assert set(listed) == present
 
 
