@@ -208,3 +208,21 @@ def test_the_readmes_example_is_what_the_command_prints(
     monkeypatch.chdir(tmp_path)
     assert main(command.split()[2:]) == 1
     assert capsys.readouterr().out == printed
+
+
+def test_the_ledger_is_read_in_the_grammar_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pod ACK's scheduler placed names its GPU in its allocation, which the open-source extender does not read:
+    under `--semantics ack` (the default) its GPU is counted, under `upstream` it names none (GL601)."""
+    allocated = gpu_pod("multi", "b", 8, idx=None)
+    allocated["metadata"]["annotations"] = {"scheduler.framework.gpushare.allocation": '{"0":{"0":8}}'}
+    objects = [*healthy(), allocated]
+    assert findings(objects) == []
+    upstream = doctor(from_objects(objects, "f"), kube_version="1.28", now_ns=NOW, semantics="upstream")
+    assert [(f.rule.id, f.subject) for f in upstream.findings] == [("GL601", "Pod/ml/multi")]
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump_all(objects))
+    for semantics, expected in (("ack", []), ("upstream", ["GL601"])):
+        code = main(
+            ["doctor", str(tmp_path / "snap.yaml"), "--semantics", semantics, "--kube-version", "1.28", "-o", "json"]
+        )
+        found = [f["rule"] for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"].startswith("GL6")]
+        assert (code, found) == (1 if expected else 0, expected)
