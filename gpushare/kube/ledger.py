@@ -24,16 +24,18 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
 from gpushare.domain import labels
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
-from gpushare.kube.installed import UnitReading, daemonset_units, node_units
 from gpushare.kube.nodes import NodeInfo, read_node
 from gpushare.kube.workloads import Workload, read_workload
+
+if TYPE_CHECKING:  # the unit readers load with the ledger's reading, not with every model of a pod
+    from gpushare.kube.installed import UnitReading
 
 #: Which program's reading of the annotations: the open-source extender's, or ACK's scheduler's.
 Grammar = Literal["upstream", "ack"]
@@ -232,6 +234,8 @@ def _agent(ds: dict[str, Any]) -> str | None:
     """ "plugin" for a device plugin DaemonSet, "installer" for a cGPU installer one, else None."""
     spec = mapping(mapping(mapping(ds.get("spec")).get("template")).get("spec"))
     images = " ".join(str(mapping(c).get("image", "")) for c in spec.get("containers") or [])
+    from gpushare.kube.installed import daemonset_units
+
     if daemonset_units([ds]) or _PLUGIN_IMAGE.search(images):
         return "plugin"
     name = str(mapping(ds.get("metadata")).get("name", ""))
@@ -265,6 +269,8 @@ def read_ledger(
     grammar: Grammar = "ack",
 ) -> Ledger:
     """The ledger of the objects read (a snapshot's files, or a live read): Nodes, Pods, DaemonSets, ConfigMaps."""
+    from gpushare.kube.installed import daemonset_units, node_units
+
     infos: list[NodeInfo] = []
     agents: dict[tuple[str, str], str] = {}
     pods: list[Workload] = []

@@ -7,6 +7,9 @@ per semantics in `pluginsets`), run by a reference engine of plain loops and a f
 `inspect`, the planner's answers and `doctor` alike, so that no answer can drift from what `place` does.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from gpushare import helptext
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.minors import scoring_profile
@@ -14,20 +17,53 @@ from gpushare.placement.fast import engine as _engine
 from gpushare.placement.framework import GROUPED, LOCAL, SPREAD, USAGE, Plugin, Rejection
 from gpushare.placement.inputs import MAX_PODS
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, SemanticsName
-from gpushare.placement.plot import MAX_NODES, RUNNING, UNHEALTHY, draw_gpu, frame_grid, plot_target, write_plot
 from gpushare.placement.pluginsets import Profile, profile
-from gpushare.placement.report import (
-    inspect_text,
-    pending_dict,
-    preempted_dict,
-    summary,
-    to_dict,
-    to_text,
-    write,
-    write_comparison,
-)
 from gpushare.placement.result import Assignment, Invalid, NotServed, Pending, PlacementResult, Preempted
 from gpushare.placement.simulation import EngineName, Fit, Mark, Simulation, Status, place, place_files
+
+if TYPE_CHECKING:
+    from gpushare.placement.plot import MAX_NODES, RUNNING, UNHEALTHY, draw_gpu, frame_grid, plot_target, write_plot
+    from gpushare.placement.report import (
+        inspect_text,
+        pending_dict,
+        preempted_dict,
+        summary,
+        to_dict,
+        to_text,
+        write,
+        write_comparison,
+    )
+
+#: The presentation's names, imported on first use (a library run that prints nothing loads neither).
+_PRESENTATION = {
+    **dict.fromkeys(
+        ("MAX_NODES", "RUNNING", "UNHEALTHY", "draw_gpu", "frame_grid", "plot_target", "write_plot"),
+        "gpushare.placement.plot",
+    ),
+    **dict.fromkeys(
+        (
+            "inspect_text",
+            "pending_dict",
+            "preempted_dict",
+            "summary",
+            "to_dict",
+            "to_text",
+            "write",
+            "write_comparison",
+        ),
+        "gpushare.placement.report",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _PRESENTATION.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpushare.placement' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 helptext.restore(
     Assignment,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal, NewType
 
 from gpushare import process
@@ -85,11 +85,21 @@ class Fit:
 
 @dataclass
 class _Sources:
-    """The documents a simulation was read from, kept to make its nodes afresh (`Simulation.with_nodes`)."""
+    """The documents a simulation was read from, kept to make its nodes afresh (`Simulation.with_nodes`): its nodes,
+    and the documents among which are the ConfigMaps that mark GPUs unhealthy (found when first asked: a fleet's
+    documents are mostly pods)."""
 
     nodes: list[Source]
-    unhealthy: list[Source] = field(default_factory=list)
+    others: Sequence[Source] = ()
     input_unit: str | None = None
+    _unhealthy: list[Source] | None = None
+
+    @property
+    def unhealthy(self) -> list[Source]:
+        if self._unhealthy is None:
+            self._unhealthy = [s for s in self.others if s.kind == "ConfigMap"]
+            self.others = ()
+        return self._unhealthy
 
 
 class Simulation:
@@ -140,14 +150,14 @@ class Simulation:
         read as the pending ones are, but held out of the queue (`templates`): a planner adds their replicas.
         With `consume`, `pending` is emptied as it is modelled (its last use)."""
         semantics = semantics or Semantics()
-        unhealthy = [s for s in [*existing, *pending] if s.kind == "ConfigMap"]
+        others = [*existing, *pending] if not consume else []
         # with `consume`, the caller's list itself, emptied as it is modelled
         workloads = pending if consume and isinstance(pending, list) and not templates else [*pending, *templates]
         inventory = build(
             list(nodes), list(existing), workloads, semantics, input_unit, consume=consume, held=len(templates)
         )
         # a consumed input is the caller's last use of it: the nodes' documents are let go too (no `with_nodes`)
-        return cls(inventory, semantics, profile, None if consume else _Sources(list(nodes), unhealthy, input_unit))
+        return cls(inventory, semantics, profile, None if consume else _Sources(list(nodes), others, input_unit))
 
     @classmethod
     def of(
@@ -474,20 +484,22 @@ class Simulation:
         journal = self._journal
         if journal is None or mark > len(journal):
             raise ValueError(f"no such mark: {mark}")
-        undo, journal[mark:] = journal[mark:], []
-        for node in self.nodes:
-            node.journal = None
+        undo = journal[mark:]
+        anti = 0  # bound pods with required anti-affinity the undo takes off (or puts back, negative)
         for node, pod, gpus, added in reversed(undo):
-            if pod is None:  # a node added
-                self.nodes.remove(node)
-                del self._by_name[node.name]
+            if pod is None:  # a node added: the last of them first, by identity
+                del self.nodes[next(i for i in range(len(self.nodes) - 1, -1, -1) if self.nodes[i] is node)]
+                self._by_name.pop(node.name, None)
             elif added:
                 node.remove_pod(pod)
+                anti += _anti(pod)
             else:
                 node.add_pod(pod, gpus)
-        for node in self.nodes:
-            node.journal = journal
-        self._changed(recount=True)
+                anti -= _anti(pod)
+        del journal[mark:]  # the undo's own entries too: nothing since the mark is left to undo
+        self._version += 1
+        if self._anti is not None:  # kept as it was counted: a recount would walk every bound pod
+            self._anti -= anti
 
     # --- state made elsewhere -----------------------------------------------------------------------------------
 

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from gpushare.domain.versionstr import numbers, valid
 from gpushare.errors import not_allowed, shown
 from gpushare.kube.documents import Source
-from gpushare.kube.installed import UnitReading
-from gpushare.kube.ledger import Ledger
 from gpushare.kube.nodes import NodeInfo
 from gpushare.kube.workloads import Workload
 
 if TYPE_CHECKING:  # pydantic's models cost validate 0.1 s to import, for pods that need none of them
+    from gpushare.kube.installed import UnitReading
+    from gpushare.kube.ledger import Ledger
     from gpushare.settings.model import InstallerSettings
 
 Severity = Literal["error", "warning"]

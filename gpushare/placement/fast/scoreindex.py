@@ -526,8 +526,8 @@ class ScoreIndex:
         self.grouped = [(p, w) for p, w in scores if p.score_hook() == GROUPED]
         spreading = [(p, w) for p, w in scores if p.score_hook() == SPREAD]
         self.spreading: tuple[Plugin, int] | None = spreading[0] if spreading else None
-        #: What each plugin reads of the fleet once, for its `pod_key`.
-        self.prepared = [p.prepare(nodes) for p, _ in scores]
+        #: Each plugin with what it reads of the fleet once, for its `pod_key`.
+        self.keyed: list[tuple[Plugin, object]] = [(p, p.prepare(nodes)) for p, _ in scores]
         self.filters = profile.dynamic_filters
         self.by_template: dict[int, tuple[View, Spread | None]] = {}
         self.log: list[int] = []
@@ -565,13 +565,10 @@ class ScoreIndex:
     def lookup(self, pod: Pod, members: Sequence[Node]) -> tuple[View, Spread | None]:
         found = self.by_template.get(pod.template) if pod.template else None
         if found is None:
-            shape = (
-                pod.static_signature,
-                pod.cpu,
-                pod.memory,
-                pod.other,
-                *[p.pod_key(pod, prepared) for (p, _), prepared in zip(self.scores, self.prepared, strict=True)],
-            )
+            parts: list[object] = [pod.static_signature, pod.cpu, pod.memory, pod.other]
+            for plugin, prepared in self.keyed:
+                parts.append(plugin.pod_key(pod, prepared))
+            shape = tuple(parts)
             view = self.views.get(shape)
             if view is None:
                 view = self.views[shape] = View(self, pod, members)
