@@ -201,30 +201,19 @@ class Simulation:
         a replay of the fleet with a node pool's nodes added, or a second run from the same inputs."""
         if self._sources is None:
             raise ValueError("a simulation built from a model has no documents to make its nodes again")
-        docs = self._sources
-        nodes = build([*docs.nodes, *extra], docs.unhealthy, [], self.semantics, docs.input_unit).nodes
-        inventory = Inventory(
-            nodes,
-            self.inventory.existing,
-            self.inventory.new,
-            self.inventory.ignored,
-            self.inventory.quotas,
-            self.inventory.budgets,
-            self.inventory.notes,
-            self.inventory.held,
-        )
-        return Simulation(
-            inventory, self.semantics, self.profile, _Sources([*docs.nodes, *extra], docs.unhealthy, docs.input_unit)
-        )
+        return self._on([*self._sources.nodes, *extra], self.inventory)
 
     def alone(self, extra: Sequence[Source]) -> Simulation:
         """A simulation of `extra` nodes only, empty, the same pods read: what a node of a pool takes by itself."""
+        return self._on(list(extra), Inventory([], [], list(self.inventory.new), budgets=self.inventory.budgets))
+
+    def _on(self, node_docs: list[Source], inventory: Inventory) -> Simulation:
+        """The inventory's pods on nodes made from `node_docs` (the GPUs this simulation's ConfigMaps mark unhealthy
+        marked again)."""
         docs = self._sources or _Sources([])
-        nodes = build(list(extra), docs.unhealthy, [], self.semantics, docs.input_unit).nodes
-        inventory = Inventory(nodes, [], list(self.inventory.new), budgets=self.inventory.budgets)
-        return Simulation(
-            inventory, self.semantics, self.profile, _Sources(list(extra), docs.unhealthy, docs.input_unit)
-        )
+        nodes = build(node_docs, docs.unhealthy, [], self.semantics, docs.input_unit).nodes
+        sources = _Sources(node_docs, docs.unhealthy, docs.input_unit)
+        return Simulation(replace(inventory, nodes=nodes), self.semantics, self.profile, sources)
 
     # --- what it holds -------------------------------------------------------------------------------------------
 
