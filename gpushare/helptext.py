@@ -1,4 +1,5 @@
-"""What help() shows for the public classes mypyc compiles: their docstrings and signatures, read from the source.
+"""What a package shows of itself: its names imported on first use, and for the public classes mypyc compiles,
+their docstrings and signatures read from the source.
 
 A compiled class loses its docstring, and its signature shows `type = None` for each annotated field; the wheel
 ships each compiled module's source beside it, so the public classes are given back what the source says (the
@@ -11,6 +12,8 @@ import ast
 import dataclasses
 import inspect
 import sys
+from collections.abc import Callable, Mapping
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +67,22 @@ def restore(*classes: type) -> None:
         cls.__doc__ = ast.get_docstring(node) or cls.__doc__
         if dataclasses.is_dataclass(cls):
             cls.__signature__ = _signature(cls, node)  # type: ignore[attr-defined]
+
+
+def lazy(package: str, names: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's `__getattr__` and `__dir__` (PEP 562) for `names` (public name -> its module): each module is
+    imported when one of its names is first asked for, so a caller that needs none of them does not pay its import."""
+    namespace = sys.modules[package].__dict__
+
+    def getattr_(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def dir_() -> list[str]:
+        return sorted({*namespace, *names})
+
+    return getattr_, dir_

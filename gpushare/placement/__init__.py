@@ -7,8 +7,7 @@ per semantics in `pluginsets`), run by a reference engine of plain loops and a f
 `inspect`, the planner's answers and `doctor` alike, so that no answer can drift from what `place` does.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gpushare import helptext
 from gpushare.domain.kubescheduler import ScoringProfile
@@ -56,13 +55,7 @@ _PRESENTATION = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _PRESENTATION.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gpushare.placement' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = helptext.lazy(__name__, _PRESENTATION)
 
 
 helptext.restore(

@@ -66,17 +66,7 @@ def place(
         best, tied = (fitting[0], 1) if fixed is not None else profile.choose(pod, fitting, nodes)
         return bind(profile, best, pod, tied)
 
-    queue.drive(
-        pods,
-        attempt,
-        profile,
-        result,
-        tick,
-        order,
-        engine,
-        budgets,
-        explain,
-    )
+    queue.drive(pods, attempt, profile, result, tick, order, engine, budgets, explain)
     return result
 
 

@@ -12,8 +12,9 @@ settings model `diff` needs.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gpushare import helptext
 
 if TYPE_CHECKING:
     from gpushare.planner.change import Difference, Side, diff
@@ -32,17 +33,7 @@ _PUBLIC = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gpushare.planner' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
+__getattr__, __dir__ = helptext.lazy(__name__, _PUBLIC)
 
 
 __all__ = [

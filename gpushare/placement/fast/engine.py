@@ -347,15 +347,5 @@ def place(
         node = engine.best(pod, cls)
         return engine.pending(pod, cls) if node is None else engine.bind(node, pod)
 
-    queue.drive(
-        pods,
-        attempt,
-        profile,
-        result,
-        tick,
-        order,
-        engine,
-        budgets,
-        explain,
-    )
+    queue.drive(pods, attempt, profile, result, tick, order, engine, budgets, explain)
     return result
