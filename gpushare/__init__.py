@@ -37,11 +37,10 @@ def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'gpushare' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    if isinstance(value, type):  # a class mypyc compiled: its docstring and signature back from the source
-        from gpushare import helptext
+    from gpushare import helptext
 
-        helptext.restore(value)
+    # a class or function mypyc compiled: its docstring and signature back from the source
+    value = helptext.restored(getattr(import_module(module), name))
     globals()[name] = value
     return value
 

@@ -1,15 +1,16 @@
-"""What a package shows of itself: its names imported on first use, and for the public classes mypyc compiles,
-their docstrings and signatures read from the source.
+"""What a package shows of itself: its names imported on first use, and for the public classes and functions mypyc
+compiles, their docstrings and signatures read from the source.
 
-A compiled class loses its docstring, and its signature shows `type = None` for each annotated field; the wheel
-ships each compiled module's source beside it, so the public classes are given back what the source says (the
-annotations as written, the defaults the dataclass holds). Run from the source, classes are left as they are.
+A compiled class or function loses its docstring, and a class's signature shows `type = None` for each annotated
+field; the wheel ships each compiled module's source beside it, so the public names are given back what the source
+says (the annotations as written, the defaults the dataclass holds). Run from the source, they are left as they are.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import sys
 from collections.abc import Callable, Mapping
@@ -25,8 +26,9 @@ class _Factory:
         return "<factory>"
 
 
-def _class_node(cls: type) -> ast.ClassDef | None:
-    compiled = getattr(sys.modules.get(cls.__module__), "__file__", None) or ""
+def _source_node(obj: Any) -> ast.ClassDef | ast.FunctionDef | None:
+    """Where the compiled class or function `obj` is defined in its module's source (None: it runs from source)."""
+    compiled = getattr(sys.modules.get(getattr(obj, "__module__", None) or ""), "__file__", None) or ""
     if compiled.endswith(".py"):
         return None
     source = Path(compiled).with_name(Path(compiled).name.split(".")[0] + ".py")
@@ -34,7 +36,8 @@ def _class_node(cls: type) -> ast.ClassDef | None:
         tree = ast.parse(source.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return None
-    return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__), None)
+    kinds = ast.ClassDef if isinstance(obj, type) else ast.FunctionDef
+    return next((n for n in tree.body if isinstance(n, kinds) and n.name == obj.__name__), None)
 
 
 def _signature(cls: Any, node: ast.ClassDef) -> inspect.Signature:
@@ -58,15 +61,26 @@ def _signature(cls: Any, node: ast.ClassDef) -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation=None)
 
 
-def restore(*classes: type) -> None:
-    """Give compiled public classes their source's docstring and signature (nothing to do run from the source)."""
-    for cls in classes:
-        node = _class_node(cls)
-        if node is None:
-            continue
-        cls.__doc__ = ast.get_docstring(node) or cls.__doc__
-        if dataclasses.is_dataclass(cls):
-            cls.__signature__ = _signature(cls, node)  # type: ignore[attr-defined]
+def restored(obj: Any) -> Any:
+    """A public name as help() should show it: a compiled class given its source's docstring and signature, a
+    compiled function wrapped in one that carries its docstring (a compiled function's cannot be set); anything
+    else, or anything run from the source, as it is."""
+    node = _source_node(obj) if isinstance(obj, type) or inspect.isbuiltin(obj) else None
+    if node is None:
+        return obj
+    if isinstance(node, ast.FunctionDef):
+        compiled = obj
+
+        @functools.wraps(compiled)
+        def function(*args: Any, **kwargs: Any) -> Any:
+            return compiled(*args, **kwargs)
+
+        function.__doc__ = ast.get_docstring(node) or compiled.__doc__
+        return function
+    obj.__doc__ = ast.get_docstring(node) or obj.__doc__
+    if dataclasses.is_dataclass(obj):
+        obj.__signature__ = _signature(obj, node)  # type: ignore[union-attr]
+    return obj
 
 
 def lazy(package: str, names: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:

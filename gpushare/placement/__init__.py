@@ -58,19 +58,6 @@ _PRESENTATION = {
 __getattr__, __dir__ = helptext.lazy(__name__, _PRESENTATION)
 
 
-helptext.restore(
-    Assignment,
-    Fit,
-    Invalid,
-    NotServed,
-    Pending,
-    PlacementResult,
-    Preempted,
-    ScoringProfile,
-    Semantics,
-    Status,
-)
-
 __all__ = [
     "GROUPED",
     "LOCAL",
@@ -119,6 +106,8 @@ __all__ = [
     "write_comparison",
     "write_plot",
 ]
+
+globals().update({name: helptext.restored(globals()[name]) for name in __all__ if name in globals()})
 
 
 def compiled() -> bool:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from mypy_extensions import mypyc_attr
 
 from gpushare.domain.kubescheduler import MAX_NODE_SCORE
 from gpushare.kube.podspec import SpreadConstraint
@@ -47,6 +49,7 @@ class Cycle:
     states: dict[str, Any] = field(default_factory=dict)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a library's own plugin subclasses it, compiled or not
 class Plugin:
     """A scheduler plugin: a filter, a score, or both. The base passes everything; a plugin overrides what it does.
 
@@ -54,10 +57,10 @@ class Plugin:
     kind of pod. `prefilter` counts what the pod's rules between pods are checked against (`Cycle`); `needs_cycle`
     says whether that count can reject a node for this pod at all (else the engines skip it)."""
 
-    # a plugin with arguments writes its __init__ out: compiled by mypyc, these class attributes would become
-    # dataclass fields with defaults, ahead of the arguments (the compiled engine then fails to import)
-    name = ""
-    static = False
+    # class variables, set in a plugin's class body: compiled by mypyc, a plain class attribute becomes an instance
+    # slot that the compiled engine reads, and an interpreted subclass's own value in its class body is never seen
+    name: ClassVar[str] = ""
+    static: ClassVar[bool] = False
 
     def needs_cycle(self, pod: Pod, anti_affinity_bound: bool) -> bool:
         return False
@@ -81,9 +84,9 @@ class Plugin:
 
     #: Reasons of this filter whose status is UnschedulableAndUnresolvable whatever the node (counted per reason
     #: where the fast path knows no node's rejection one by one).
-    unresolvable_reasons: frozenset[str] = frozenset()
+    unresolvable_reasons: ClassVar[frozenset[str]] = frozenset()
     #: Reasons of this filter a bind elsewhere may lift (the scheduling queue retries such a pod: `hint`).
-    liftable: frozenset[str] = frozenset()
+    liftable: ClassVar[frozenset[str]] = frozenset()
 
     def hint(self, waiting: Pod, reasons: set[str], bound: Pod) -> bool:
         """The queueing hint: whether `bound` having been bound may let this filter pass for `waiting`, which it
