@@ -26,18 +26,29 @@ class _Factory:
         return "<factory>"
 
 
-def _source_node(obj: Any) -> ast.ClassDef | ast.FunctionDef | None:
-    """Where the compiled class or function `obj` is defined in its module's source (None: it runs from source)."""
-    compiled = getattr(sys.modules.get(getattr(obj, "__module__", None) or ""), "__file__", None) or ""
-    if compiled.endswith(".py"):
-        return None
-    source = Path(compiled).with_name(Path(compiled).name.split(".")[0] + ".py")
+@functools.cache
+def _definitions(source: Path) -> dict[str, ast.ClassDef | ast.FunctionDef]:
+    """The classes and functions a module's source defines at its top level (parsed once per module)."""
     try:
         tree = ast.parse(source.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
+        return {}
+    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)}
+
+
+def _compiled(obj: Any) -> str | None:
+    """The extension module `obj` was compiled into (None: it runs from source)."""
+    module = getattr(sys.modules.get(getattr(obj, "__module__", None) or ""), "__file__", None) or ""
+    return module if module and not module.endswith(".py") else None
+
+
+def _source_node(obj: Any) -> ast.ClassDef | ast.FunctionDef | None:
+    """Where the compiled class or function `obj` is defined in its module's source (None: it runs from source)."""
+    compiled = _compiled(obj)
+    if compiled is None:
         return None
-    kinds = ast.ClassDef if isinstance(obj, type) else ast.FunctionDef
-    return next((n for n in tree.body if isinstance(n, kinds) and n.name == obj.__name__), None)
+    node = _definitions(Path(compiled).with_name(Path(compiled).name.split(".")[0] + ".py")).get(obj.__name__)
+    return node if isinstance(node, ast.ClassDef) == isinstance(obj, type) else None
 
 
 def _signature(cls: Any, node: ast.ClassDef) -> inspect.Signature:
@@ -61,26 +72,39 @@ def _signature(cls: Any, node: ast.ClassDef) -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation=None)
 
 
+class _FromSource:
+    """A compiled class's docstring or signature, read from its source when first asked for (help(), inspect):
+    parsing the public classes' modules at import would cost every run's start (about 25 ms)."""
+
+    def __init__(self, cls: type, read: Callable[[Any, ast.ClassDef], Any]) -> None:
+        self.cls, self.read = cls, read
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        node = _source_node(self.cls)
+        return self.read(self.cls, node) if isinstance(node, ast.ClassDef) else None
+
+
 def restored(obj: Any) -> Any:
-    """A public name as help() should show it: a compiled class given its source's docstring and signature, a
-    compiled function wrapped in one that carries its docstring (a compiled function's cannot be set); anything
-    else, or anything run from the source, as it is."""
-    node = _source_node(obj) if isinstance(obj, type) or inspect.isbuiltin(obj) else None
-    if node is None:
+    """A public name as help() should show it: a compiled class given its source's docstring and signature (read
+    when first asked for), a compiled function wrapped in one that carries its docstring (a compiled function's
+    cannot be set); anything else, or anything run from the source, as it is."""
+    if isinstance(obj, type) and _compiled(obj):
+        cls: Any = obj  # its __doc__ and __signature__ become descriptors
+        cls.__doc__ = _FromSource(cls, lambda _, node: ast.get_docstring(node))
+        if dataclasses.is_dataclass(obj):
+            cls.__signature__ = _FromSource(obj, _signature)
+        return cls
+    node = _source_node(obj) if inspect.isbuiltin(obj) else None
+    if not isinstance(node, ast.FunctionDef):
         return obj
-    if isinstance(node, ast.FunctionDef):
-        compiled = obj
+    compiled = obj
 
-        @functools.wraps(compiled)
-        def function(*args: Any, **kwargs: Any) -> Any:
-            return compiled(*args, **kwargs)
+    @functools.wraps(compiled)
+    def function(*args: Any, **kwargs: Any) -> Any:
+        return compiled(*args, **kwargs)
 
-        function.__doc__ = ast.get_docstring(node) or compiled.__doc__
-        return function
-    obj.__doc__ = ast.get_docstring(node) or obj.__doc__
-    if dataclasses.is_dataclass(obj):
-        obj.__signature__ = _signature(obj, node)  # type: ignore[union-attr]
-    return obj
+    function.__doc__ = ast.get_docstring(node) or compiled.__doc__
+    return function
 
 
 def lazy(package: str, names: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
