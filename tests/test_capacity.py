@@ -185,6 +185,25 @@ def test_a_pool_is_sized_to_the_fewest_nodes_the_replay_confirms() -> None:
     assert [s.pool for s in size(fleet, [small, big])] == ["big", "small"]  # cost 10 before 12
 
 
+def test_a_tainted_pool_serves_the_pods_that_tolerate_it() -> None:
+    """GPU pools are usually tainted: the pool's nodes are copied with their taints (on the compiled build too), the
+    pods that tolerate the taint are placed on them, and one that does not is named unservable."""
+    from gpushare.kube.documents import from_objects
+    from gpushare.planner import Fleet, read_pool, size
+
+    taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    tolerating = {**pod_spec(10), "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": tolerating} for i in range(3)]
+    pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain"}, "spec": pod_spec(10)})
+    tainted = pool("t4", 1, 16, **{"gpushare.io/pool-max": "8"})
+    tainted["spec"] = {"taints": [taint]}
+    fleet = Fleet(from_objects([node("full", 1, 8)], "nodes"), [], from_objects(pods, "pods"), Semantics())
+    (answer,) = size(fleet, [read_pool(from_objects([tainted], "pools")[0])])
+    assert answer.nodes == 3  # one 10 GiB pod on each 16 GiB GPU
+    assert [p.key for p in answer.unservable] == ["default/plain"]
+    assert {a.node for a in answer.result.placements} == {"t4-new-0", "t4-new-1", "t4-new-2"}
+
+
 def test_capacity_sizes_pools_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(node("full", 1, 8)))
     pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": pod_spec(10)} for i in range(3)]

@@ -150,8 +150,10 @@ class Toleration(NamedTuple):
     effect: str | None
 
 
-@dataclass(frozen=True)
-class Taint:
+class Taint(NamedTuple):
+    """A tuple, as `Toleration`: a node model holding its taints is copied whole for each node a pool adds, and a
+    frozen dataclass compiled by mypyc cannot be deep-copied (its fields are set again, and refused)."""
+
     key: str
     value: str
     effect: str
