@@ -260,6 +260,10 @@ def test_runs_in_the_table_and_refused_out_of_range(tmp_path: Path, capsys: pyte
     out = capsys.readouterr().out
     assert out.splitlines()[1].split()[:2] == ["Deployment/ml/serve", "2"] and "(2-4)" in out
     assert "over 5 runs with random tie-breaks" in out
+    (tmp_path / "one.yaml").write_text(yaml.safe_dump(nodes[0]))  # one node: no tie, every run agrees
+    assert main([*args[:2], str(tmp_path / "one.yaml"), *args[3:], "--runs", "3"]) == 0
+    more = capsys.readouterr().out.splitlines()[1].split()[1:3]
+    assert more == [more[0], f"({more[0]}-{more[0]})"]  # the range said as a range, though one number
     for bad in ("1001", "1e3", "\u00b2"):  # too many, not written whole, a digit int() refuses
         with pytest.raises(SystemExit) as exited:
             main([*args, "--runs", bad])

@@ -202,7 +202,7 @@ def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
     rows = [["TEMPLATE", "MORE", "PER GPU", "LARGEST FREE", "STRANDED", "NEXT ONE"]]
     for h in answers:
         why = h.blocked_by.message if h.blocked_by is not None else "-"
-        more = str(h.more) if h.more_min == h.more_max else f"{h.more} ({h.more_min}-{h.more_max})"
+        more = f"{h.more} ({h.more_min}-{h.more_max})" if h.runs else str(h.more)
         rows.append([h.name, more, str(h.per_gpu), str(h.largest_free), str(h.stranded), why])
     lines = output.table(rows)
     for h in answers:
@@ -221,5 +221,8 @@ def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
     lines += ["", f"GPU memory in units of {unit}; stranded: free on GPUs with less than one replica's share"]
     sampled = max((h.runs for h in answers), default=0)
     if sampled:
-        lines.append(f"MORE (least-most): over {sampled} runs with random tie-breaks as well as the dry run's own")
+        lines.append(
+            f"MORE: the dry run's count (least-most over {sampled} runs with random tie-breaks as well as the dry run's"
+            " own; one number twice when every run agrees)"
+        )
     return lines
