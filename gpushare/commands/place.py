@@ -16,6 +16,7 @@ from gpushare.domain.products import MIB_PER_UNIT
 from gpushare.errors import InputError
 from gpushare.placement import (
     MAX_NODES,
+    QUEUE_MODES,
     PlacementResult,
     Semantics,
     Simulation,
@@ -56,6 +57,15 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument(
         "--explain", action="store_true", help="for each pending pod, every node and why the pod does not fit it"
     )
+    p.add_argument(
+        "--queue",
+        choices=QUEUE_MODES,
+        default="auto",
+        help="which pods wait in kube-scheduler's queue together, leaving it by priority then creation time: auto "
+        "(default) those with a metadata.creationTimestamp (pods that exist: a snapshot's pending pods), the others "
+        "arriving one by one in the files' order; together: every pod (a backlog, kube-scheduler down); arrival: "
+        "every pod in the files' order",
+    )
     p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
 
 
@@ -83,7 +93,11 @@ def place(args: argparse.Namespace, out: TextIO) -> int:
         if last:
             inputs.nodes, inputs.existing = [], []
         result = simulation.run(
-            engine=args.engine, node_order=order, explain=args.explain, show_progress=wanted(req.quiet)
+            engine=args.engine,
+            node_order=order,
+            explain=args.explain,
+            show_progress=wanted(req.quiet),
+            queue=args.queue,
         )
         result.warnings[:0] = [*notes, *inputs.notes]
         return result

@@ -46,13 +46,15 @@ class PodSpec(TypedDict, total=False):
 
 
 class ObjectMeta(TypedDict, total=False):
-    """What identifies a pod and what rules and scheduling read of it (not its uid, timestamps or managedFields)."""
+    """What identifies a pod and what rules and scheduling read of it (not its uid, resourceVersion or
+    managedFields)."""
 
     name: Any
     namespace: Any
     labels: Any
     annotations: Any
     ownerReferences: Any
+    creationTimestamp: Any  # a pod that exists waits in the scheduling queue with the others; doctor's install time
 
 
 class PodStatus(TypedDict, total=False):

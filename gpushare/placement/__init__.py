@@ -17,6 +17,7 @@ from gpushare.placement.framework import GROUPED, LOCAL, SPREAD, USAGE, Plugin, 
 from gpushare.placement.inputs import MAX_PODS
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, SemanticsName
 from gpushare.placement.pluginsets import Profile, profile
+from gpushare.placement.queue import QUEUE_MODES, QueueMode
 from gpushare.placement.result import Assignment, Invalid, NotServed, Pending, PlacementResult, Preempted
 from gpushare.placement.simulation import EngineName, Fit, Mark, Simulation, Status, place, place_files
 
@@ -63,6 +64,7 @@ __all__ = [
     "LOCAL",
     "MAX_NODES",
     "MAX_PODS",
+    "QUEUE_MODES",
     "RUNNING",
     "SPREAD",
     "UNHEALTHY",
@@ -81,6 +83,7 @@ __all__ = [
     "Pod",
     "Preempted",
     "Profile",
+    "QueueMode",
     "Rejection",
     "ScoringProfile",
     "Semantics",

@@ -120,6 +120,7 @@ def to_pod(
         priority=priority.value,
         preempts=priority.preempts,
         started=str(mapping(view.source.obj.get("status")).get("startTime") or ""),
+        created=_created(view),
     )
 
 
@@ -189,6 +190,13 @@ class _Alike:
 
 #: What no document holds: a key `_same` finds in one mapping and not the other.
 _ABSENT = object()
+
+
+def _created(view: Workload) -> str:
+    """A Pod's creationTimestamp: it exists (a controller's is not its pods', which are yet to be made)."""
+    if view.kind != "Pod":
+        return ""
+    return str(mapping(view.source.obj.get("metadata")).get("creationTimestamp") or "")
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any], *own: str) -> bool:

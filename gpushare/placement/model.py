@@ -264,6 +264,9 @@ class Pod:
     #: status.startTime of a running pod, RFC 3339 ("" when unknown: kube-scheduler then takes the time of asking,
     #: later than any known start); among victims of one priority the earliest started is the most important.
     started: str
+    #: metadata.creationTimestamp of a pod to place, RFC 3339 ("" when the input gives none: a pod still to be
+    #: created). Pods that already exist wait in the scheduling queue together (`gpushare.placement.queue`).
+    created: str
 
     #: label_map and ns_label_map, made on first use
     _maps: dict[str, dict[str, str]] = field(init=False, repr=False, compare=False)
@@ -305,6 +308,7 @@ class Pod:
         per_device: tuple[int, ...] | None = None,
         preempts: bool = True,
         started: str = "",
+        created: str = "",
     ) -> None:
         self.namespace = namespace
         self.name = name
@@ -341,6 +345,7 @@ class Pod:
         self.per_device = per_device
         self.preempts = preempts
         self.started = started
+        self.created = created
         self._maps = {}
 
     @property

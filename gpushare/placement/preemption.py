@@ -82,6 +82,8 @@ class Preemption:
         #: priority -> bound pods of it (a plain dict: a bind adds to it, and binds are the hot path)
         self.priorities: dict[int, int] = dict(Counter(p.priority for n in nodes for p in n.bound))
         self.nominations: dict[str, tuple[Pod, Node]] = {}
+        #: Nodes where victims were deleted since the queue last asked (`take_freed`): the deletions are events.
+        self.freed: list[Node] = []
         #: The quiet case's message by (nodes, unresolvable nodes, the pod preempts): a fleet's pending tail asks
         #: the same few again and again.
         self.quiet_posts: dict[tuple[int, int, bool], tuple[Outcome, str]] = {}
@@ -103,6 +105,11 @@ class Preemption:
             self.nominations[pod.key] = (pod, node)
             node.nominated.append(pod)
         self.engine.nominations_changed(max((p.priority for p, _ in self.nominations.values()), default=None))
+
+    def take_freed(self) -> list[Node]:
+        """The nodes where victims were deleted since the last call (the queue retries what they may let bind)."""
+        freed, self.freed = self.freed, []
+        return freed
 
     def _quiet(self, pod: Pod) -> bool:
         """No bound pod has a lower priority: nothing to preempt anywhere."""
@@ -152,6 +159,7 @@ class Preemption:
                 self.engine.evict(chosen.node, victim)
                 self.priorities[victim.priority] -= 1
                 evicted.append(self._record(victim, chosen.node, pod, answer.tied))
+            self.freed.append(chosen.node)
             self._clear_lower(chosen.node, pod)
             nominated = chosen.node.name
             self._nominate(pod, chosen.node)

@@ -1,26 +1,66 @@
-"""The scheduling queue both engines share: pods in order, and from kube-scheduler 1.33 the retry of pending pods
-that a bind may have made schedulable.
+"""The scheduling queue both engines share: which pod kube-scheduler takes next, and which pending pods it tries
+again after a pod is bound or deleted (scheduling_queue.go).
 
-A pending pod waits in kube-scheduler's unschedulable queue. When a pod is bound, each plugin that rejected a
-waiting pod says whether the new pod could change its answer (queueing hints, on from 1.32): InterPodAffinity when
-the bound pod matches all the waiting pod's required affinity terms, PodTopologySpread when it is in the waiting
-pod's namespace and one of its hard constraints' selectors matches it. From 1.33 (SchedulerPopFromBackoffQ) such a
-pod is popped from the backoff queue as soon as the scheduler is idle, so in a run where pods arrive one at a time
-it is retried before the next new pod: the dry run does the same. Before 1.33 the retry waits out a backoff of a
-second or more, which depends on timing the dry run does not model; pods stay pending there. Other rejections
-(resources, taints, node affinity, the extender's GPU choice) cannot be lifted by a bind.
+**Order.** Pods that wait in the active queue together leave it by priority, highest first, then by the time they
+entered it (queuesort.PrioritySort): pods that already exist when the run starts (a snapshot's pending pods, a
+backlog, pods created while the scheduler was down) wait together, and the queue took them in as the API server
+told it of them, in creation order (`metadata.creationTimestamp`; the input's order where it is equal or absent).
+Pods still to be created (a workload file, a controller's replicas) arrive one at a time in the input's order, each
+scheduled before the next arrives. `QueueMode` chooses: `auto` (pods with a creationTimestamp wait together, before
+the others arrive), `together` (every pod), `arrival` (none: the input's order).
+
+**Retries.** A pod that fits nowhere waits in the unschedulable pool until an event may change its answer:
+- a pod deleted (preemption's victims): a resource, port, affinity or the extender's rejection may lift, and every
+  minor moves such a pod back (1.20 every pod; 1.21-1.31 those rejected by a plugin registered for pod deletions,
+  NodeResourcesFit among them; from 1.32 NodeResourcesFit's queueing hint on any bound pod deleted). Room freed on
+  a node is the only change a deletion makes, so the dry run retries the pods that now pass the filters on a node
+  where victims were deleted (or whose cut search never filtered every node): a pod with preemptionPolicy Never
+  binds beside the preemptor, as it does in a real cluster once the victims are gone;
+- a pod bound, from 1.33 (SchedulerPopFromBackoffQ): each plugin that rejected the waiting pod says whether the new
+  pod could change its answer (queueing hints, on from 1.32): InterPodAffinity when the bound pod matches all the
+  waiting pod's required affinity terms, PodTopologySpread when it is in the waiting pod's namespace and one of its
+  hard constraints' selectors matches it. Such a pod is retried as soon as the scheduler is idle. Before 1.33 the
+  retry waits out a backoff of a second or more, which depends on timing the dry run does not model: pods stay
+  pending there.
+Pods moved back are retried once the pods waiting together have been taken (they back off for a second first;
+a pod arriving alone finds the queue idle), highest priority first, then in the order they failed; a retried pod's
+bind or preemption is an event too, and the queue runs until no event moves a pod.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 from gpushare.placement.model import Pod
 from gpushare.placement.pluginsets import Profile
-from gpushare.placement.preemption import Attempt, Engine, Preemption
+from gpushare.placement.preemption import Attempt, Engine, Preemption, cycle_for
 from gpushare.placement.priorities import DisruptionBudget
 from gpushare.placement.result import Assignment, Pending, PlacementResult
+
+#: Which pods wait in the active queue together (see the module's docstring).
+QueueMode = Literal["auto", "together", "arrival"]
+QUEUE_MODES: tuple[QueueMode, ...] = ("auto", "together", "arrival")
+
+
+def arrivals(pods: Sequence[Pod], mode: QueueMode = "auto") -> tuple[list[Pod], list[Pod]]:
+    """The pods waiting together, in the order they leave the active queue, and the pods that arrive after them one
+    at a time, in the input's order. A pod that names its node is bound as it is created: first, in either."""
+    if mode == "arrival":
+        return [], list(pods)
+    together = [p for p in pods if mode == "together" or p.created]
+    arriving = [p for p in pods if mode != "together" and not p.created]
+    ranked = sorted(
+        range(len(together)),
+        key=lambda i: (
+            together[i].node is None,
+            -together[i].priority,
+            not together[i].created,
+            together[i].created,
+            i,
+        ),
+    )
+    return [together[i] for i in ranked], arriving
 
 
 def _liftable(why: Pending, liftable: frozenset[str]) -> bool:
@@ -47,65 +87,118 @@ def drive(
     engine: Engine,
     budgets: Sequence[DisruptionBudget],
     explain: bool,
+    mode: QueueMode = "auto",
 ) -> None:
-    """Each pod in order, then, where the minor retries at once, the waiting pods each bind may have freed (in the
-    order they arrived; a retried pod's own bind is an event too). Pods whose node is fixed (replayed by `order`,
-    or named in spec.nodeName) are never retried nor preempt. A pod that fits nowhere goes through the profile's
-    PostFilter (`preemption`), which may bind it after all."""
-    retries = profile.retries_at_once
-    liftable = profile.liftable
+    """The pods waiting together, then each arriving pod, through the queue (`arrivals`; a replay, `order`, takes
+    the input's order), with the retries their binds and preemptions cause. Pods whose node is fixed (replayed by
+    `order`, or named in spec.nodeName) are never retried nor preempt. A pod that fits nowhere goes through the
+    profile's PostFilter (`preemption`), which may bind it after all."""
+    together, arriving = arrivals(pods, "arrival" if order else mode)
+    queue = _Queue(
+        profile, result, attempt, order, Preemption(profile, result.nodes, budgets, result, engine, attempt, explain)
+    )
+    for pod in together:
+        tick()
+        queue.first(pod)
+    queue.drain()
+    for pod in arriving:
+        tick()
+        queue.first(pod)
+        queue.drain()
 
-    def fixed(pod: Pod) -> bool:
-        return pod.key in order or pod.node is not None
 
-    preemption = Preemption(profile, result.nodes, budgets, result, engine, attempt, explain)
-    post_filter = preemption.after if profile.post_filter is not None else None
-    placed = preemption.placed
+class _Queue:
+    """The unschedulable pool and the pods moved back from it, for one run."""
 
-    def with_post_filter(pod: Pod) -> Assignment | Pending:
-        outcome = attempt(pod)
-        if isinstance(outcome, Pending) and post_filter is not None and not fixed(pod):
-            outcome = post_filter(pod, outcome)
+    def __init__(
+        self,
+        profile: Profile,
+        result: PlacementResult,
+        attempt: Attempt,
+        order: Mapping[str, str],
+        preemption: Preemption,
+    ) -> None:
+        self.profile = profile
+        self.result = result
+        self.order = order
+        self.nodes = result.nodes
+        self.preemption = preemption
+        self.retries = profile.retries_at_once
+        self.liftable = profile.liftable
+        #: The pods that fit nowhere (the unschedulable pool), in the order they failed, each with its record.
+        self.waiting: list[tuple[Pod, Pending]] = []
+        #: Pods an event moved back, to retry.
+        self.moved: list[tuple[Pod, Pending]] = []
+        # a profile without PostFilter pays nothing per attempt
+        self.cycle: Callable[[Pod], Assignment | Pending] = (
+            attempt if profile.post_filter is None else self._with_post_filter
+        )
+        self.attempt = attempt
+
+    def _fixed(self, pod: Pod) -> bool:
+        return pod.key in self.order or pod.node is not None
+
+    def _with_post_filter(self, pod: Pod) -> Assignment | Pending:
+        outcome = self.attempt(pod)
+        if isinstance(outcome, Pending) and not self._fixed(pod):
+            outcome = self.preemption.after(pod, outcome)
         if isinstance(outcome, Assignment):
-            placed(pod)
+            self.preemption.placed(pod)
         return outcome
 
-    cycle = attempt if post_filter is None else with_post_filter  # a profile without PostFilter pays nothing
-
-    waiting: list[tuple[Pod, Pending]] = []
-    for pod in pods:
-        tick()
-        outcome = cycle(pod)
+    def first(self, pod: Pod) -> None:
+        """A pod's first scheduling cycle."""
+        outcome = self.cycle(pod)
         if isinstance(outcome, Pending):
-            result.pending.append(outcome)
-            if retries and not fixed(pod) and _liftable(outcome, liftable):
-                waiting.append((pod, outcome))
-            continue
-        result.placements.append(outcome)
-        if retries and waiting:
-            _retry(profile, pod, waiting, cycle, result)
+            self.result.pending.append(outcome)
+            if not self._fixed(pod):
+                self.waiting.append((pod, outcome))
+        else:
+            self.result.placements.append(outcome)
+            self._bound(pod)
+        self._deleted()
 
-
-def _retry(
-    profile: Profile, bound: Pod, waiting: list[tuple[Pod, Pending]], attempt: Attempt, result: PlacementResult
-) -> None:
-    """Retry, in arrival order, the waiting pods each bind may have freed; a pod still pending keeps its place."""
-    events = deque([bound])
-    while events and waiting:
-        added = events.popleft()
-        still: list[tuple[Pod, Pending]] = []
-        for pod, before in waiting:
-            if not worth_retrying(profile, pod, before, added):
-                still.append((pod, before))
-                continue
-            outcome = attempt(pod)
-            position = next(i for i, p in enumerate(result.pending) if p is before)  # not ==: records may be equal
+    def drain(self) -> None:
+        """Retry the pods moved back, highest priority first, until no event moves one."""
+        while self.moved:
+            best = max(range(len(self.moved)), key=lambda i: (self.moved[i][0].priority, -i))
+            pod, _ = self.moved.pop(best)
+            outcome = self.cycle(pod)
+            pending = self.result.pending
+            # its record, by name: preemption may have replaced it (a nomination cleared)
+            position = next(i for i, p in enumerate(pending) if p.namespace == pod.namespace and p.name == pod.name)
             if isinstance(outcome, Pending):
-                result.pending[position] = outcome
-                if _liftable(outcome, profile.liftable):
-                    still.append((pod, outcome))
+                pending[position] = outcome
+                self.waiting.append((pod, outcome))
             else:
-                del result.pending[position]
-                result.placements.append(outcome)
-                events.append(pod)
-        waiting[:] = still
+                del pending[position]
+                self.result.placements.append(outcome)
+                self._bound(pod)
+            self._deleted()
+
+    def _move(self, worth: Callable[[Pod, Pending], bool]) -> None:
+        still: list[tuple[Pod, Pending]] = []
+        for pod, why in self.waiting:
+            (self.moved if worth(pod, why) else still).append((pod, why))
+        self.waiting = still
+
+    def _bound(self, pod: Pod) -> None:
+        """From 1.33, the waiting pods a plugin's queueing hint says `pod`'s bind may help."""
+        if self.retries and self.waiting:
+            self._move(lambda w, why: _liftable(why, self.liftable) and worth_retrying(self.profile, w, why, pod))
+
+    def _deleted(self) -> None:
+        """The waiting pods that the victims' deletion in the last cycle may let bind: those now passing the filters
+        on a node where victims were deleted (the nominated preemptor counted), or whose search was cut."""
+        freed = self.preemption.take_freed()
+        if not freed or not self.waiting:
+            return
+        profile, nodes = self.profile, self.nodes
+
+        def helped(pod: Pod, why: Pending) -> bool:
+            if why.unfiltered > 0:
+                return True
+            cycle = cycle_for(profile, nodes, pod)
+            return any(profile.rejection(node, pod, cycle) is None for node in freed)
+
+        self._move(helped)

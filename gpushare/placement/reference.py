@@ -26,6 +26,7 @@ def place(
     tick: Callable[[], None] = lambda: None,
     budgets: Sequence[DisruptionBudget] = (),
     draws: bool = True,
+    queue_mode: queue.QueueMode = "auto",
 ) -> PlacementResult:
     result = PlacementResult(profile.semantics, nodes=nodes)
     order = node_order or {}
@@ -66,7 +67,7 @@ def place(
         best, tied = (fitting[0], 1) if fixed is not None else profile.choose(pod, fitting, nodes)
         return bind(profile, best, pod, tied)
 
-    queue.drive(pods, attempt, profile, result, tick, order, engine, budgets, explain)
+    queue.drive(pods, attempt, profile, result, tick, order, engine, budgets, explain, queue_mode)
     return result
 
 

@@ -34,6 +34,7 @@ from gpushare.placement.framework import Cycle, Rejection
 from gpushare.placement.inputs import Inventory, build, replica
 from gpushare.placement.model import Entry, Node, Pod, Semantics, with_changes
 from gpushare.placement.pluginsets import Profile
+from gpushare.placement.queue import QueueMode
 from gpushare.placement.result import Assignment, Invalid, NotServed, PlacementResult
 from gpushare.policy.engine import ClusterFacts, Subject, evaluate
 from gpushare.policy.rules import nodes as nodes_rules
@@ -273,8 +274,11 @@ class Simulation:
         explain: bool = False,
         show_progress: bool = False,
         draws: bool = True,
+        queue: QueueMode = "auto",
     ) -> PlacementResult:
         """Place the pending pods after charging the running ones; invalid pods are reported, not placed.
+        `queue` says which pods wait in kube-scheduler's active queue together (`gpushare.placement.queue`: by
+        default those with a creationTimestamp, which exist already; the others arrive one by one, in order).
         `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds. Without `draws`, a pod
         placed where kube-scheduler's search stops early is tied only with the nodes sharing its best score among
         those searched, not with every node the real choice may be drawn from (`Sampler.draws`): answers that count
@@ -287,7 +291,7 @@ class Simulation:
         refuse_unsupported_unit(self.nodes, self.semantics)
         warnings = self.charge()
         pending, quotas = self.pending, self.inventory.quotas
-        result = self._queue(pending, quotas, engine, node_order, explain, show_progress, draws, self.notes)
+        result = self._queue(pending, quotas, engine, node_order, explain, show_progress, draws, self.notes, queue)
         result.warnings[:0] = warnings
         return result
 
@@ -314,6 +318,7 @@ class Simulation:
         show_progress: bool,
         draws: bool,
         notes: Sequence[str],
+        queue: QueueMode = "auto",
     ) -> PlacementResult:
         profile = self.profile
         if profile.pick is not None:  # the fast engine's indexes keep the repeatable tie-break: a sample goes node
@@ -332,7 +337,7 @@ class Simulation:
         ]
         with process.paused(), progress(len(valid), "pods", show_progress) as tick:
             result = runner(
-                self.nodes, valid, profile, dict(node_order or {}), explain, tick, self.inventory.budgets, draws
+                self.nodes, valid, profile, dict(node_order or {}), explain, tick, self.inventory.budgets, draws, queue
             )
         self._changed(recount=True)
         result.scored = profile.scored
@@ -651,14 +656,16 @@ def place(
     node_order: Mapping[str, str] | None = None,
     input_unit: str | None = None,
     explain: bool = False,
+    queue: QueueMode = "auto",
 ) -> PlacementResult:
     """Where would `pods` (Pods and controllers) land on `nodes`, given the `existing` bound pods? Each takes
     dicts as `yaml.safe_load` gives them, or a `kubectl get -o yaml` List.
 
     `explain` adds, for each pending pod, every node and why the pod does not fit it (costs a scan per
-    pending pod, so it is off by default for fleet-scale runs)."""
+    pending pod, so it is off by default for fleet-scale runs). `queue`: which pods wait together
+    (`Simulation.run`)."""
     simulation = Simulation.of(nodes, pods, existing=existing, semantics=semantics, input_unit=input_unit)
-    return simulation.run(engine=engine, node_order=node_order, explain=explain)
+    return simulation.run(engine=engine, node_order=node_order, explain=explain, queue=queue)
 
 
 def place_files(
@@ -673,9 +680,10 @@ def place_files(
     explain: bool = False,
     show_progress: bool = False,
     draws: bool = True,
+    queue: QueueMode = "auto",
 ) -> PlacementResult:
     """`place` over YAML files; unreadable YAML raises InputError naming the file and line."""
     simulation = Simulation.read(nodes, pods, existing, semantics=semantics, input_unit=input_unit)
     return simulation.run(
-        engine=engine, node_order=node_order, explain=explain, show_progress=show_progress, draws=draws
+        engine=engine, node_order=node_order, explain=explain, show_progress=show_progress, draws=draws, queue=queue
     )

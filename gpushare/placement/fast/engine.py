@@ -307,6 +307,7 @@ def place(
     tick: Callable[[], None] = lambda: None,
     budgets: Sequence[DisruptionBudget] = (),
     draws: bool = True,
+    queue_mode: queue.QueueMode = "auto",
 ) -> PlacementResult:
     engine = FastEngine(nodes, profile, explain, pods)
     if engine.sampler is not None:
@@ -347,5 +348,5 @@ def place(
         node = engine.best(pod, cls)
         return engine.pending(pod, cls) if node is None else engine.bind(node, pod)
 
-    queue.drive(pods, attempt, profile, result, tick, order, engine, budgets, explain)
+    queue.drive(pods, attempt, profile, result, tick, order, engine, budgets, explain, queue_mode)
     return result
