@@ -135,6 +135,7 @@ def test_a_pod_copied_with_changes_keeps_every_other_field() -> None:
         ns_labels=(("team", "b"),), template=14, scheduler_name="other-scheduler",
         host_ports=(HostPort("TCP", "", 8080),), priority=15, per_device=(16, 2), preempts=False,
         started="2026-01-01T00:00:17Z", created="2026-01-01T00:00:18Z",
+        bind_error="failed bind",
     )  # fmt: skip
     assert {f.name for f in fields(Pod) if f.init} - {"pod_affinity"} == {
         f.name for f in fields(Pod) if f.init and getattr(pod, f.name) != getattr(Pod("", ""), f.name)

@@ -166,19 +166,24 @@ def test_a_pod_created_with_its_node_named_is_bound_past_the_scheduler(engine: s
 def test_a_pod_naming_gpu_memory_but_asking_none_never_binds_upstream(
     containers: list[dict[str, Any]], init: list[dict[str, Any]]
 ) -> None:
-    """kube-scheduler asks the extender about any pod naming aliyun.com/gpu-mem (IsInterested reads init containers
-    too); the extender's bind finds a device only for a request above 0 over the containers: HTTP 500 on every retry.
-    ACK's scheduler is not public: there the pod is placed, and validate warns."""
+    """The API server takes the pod and kube-scheduler tries it: it counts an init container's gpu-mem at node level
+    and asks the extender about any pod naming aliyun.com/gpu-mem (IsInterested reads init containers too); the
+    extender's filter passes a pod asking 0 over its containers, and its bind finds a device only for a request
+    above 0: HTTP 500 on every retry, the pod pending with that error. Where no node has the init container's
+    gpu-mem at node level, the filters leave it pending first. ACK's scheduler is not public: there the pod is
+    placed, and validate warns."""
     from gpushare.policy.validate import validate
 
     asks_none = pod("asks-none", containers, init=init)
     upstream = place([node("a")], [asks_none], semantics=served("upstream"))
-    (invalid,) = upstream.invalid
-    assert (
-        invalid.reason.startswith("resources.limits.aliyun.com/gpu-mem: 0 is not allowed")
-        and "[GW217]" in invalid.reason
-    )
-    assert not upstream.placements
+    (pending,) = upstream.pending
+    assert pending.message == "failed bind with extender at URL <the extender's urlPrefix>/bind, code 500"
+    assert not upstream.placements and not upstream.invalid
+    assert any("[GW217]" in w and "never runs" in w for w in upstream.warnings)
+    if init:
+        too_big = pod("too-big", containers, init=[{"aliyun.com/gpu-mem": "17"}])
+        (pending,) = place([node("a")], [too_big], semantics=served("upstream")).pending
+        assert pending.message.startswith("0/1 nodes are available: 1 Insufficient aliyun.com/gpu-mem.")
     ack = place([node("a")], [asks_none], semantics=served("ack"))
     assert [a.name for a in ack.placements] == ["asks-none"] and not ack.invalid
     findings = validate([asks_none]).findings

@@ -65,6 +65,9 @@ def check_invariants(result: PlacementResult, before: PlacementResult, semantics
             assert not (node.mem_only_pods and node.compute_pods), f"modes mixed on {node.name}"
     for pending in result.pending:
         assert pending.key not in placed
+        if pending.error:  # the filters passed, the bind failed
+            assert not pending.reasons and not pending.by_node
+            continue
         assert pending.reasons or pending.nodes == 0
         assert sum(count for _, count in pending.reasons) >= pending.nodes
         assert len(pending.by_node) == pending.nodes and all(r.plugin and r.reasons for _, r in pending.by_node)

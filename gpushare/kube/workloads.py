@@ -119,13 +119,21 @@ def _check_gpu_request(view: Workload) -> None:
     core, mem = view.core, view.gpu_mem
     unreadable = any(p.rule == MALFORMED and p.field.endswith(labels.GPU_MEM) for p in view.problems)
     if view.pod.names_gpu_mem and not mem and not core and not unreadable:
+        init = view.pod.requests.get(labels.GPU_MEM, 0)  # node level: the largest init container's, here
+        where = (
+            f" (init containers ask {init}: kube-scheduler counts that at node level, the extender counts the "
+            "containers only)"
+            if init
+            else ""
+        )
         view.problems.append(
             Problem(
                 NO_DEVICE,
                 MEM_FIELD,
                 0,
-                f"an amount above 0 over the containers, or no {labels.GPU_MEM} at all: the extender's bind finds no "
-                "device for 0 and fails on every retry, so the pod never runs",
+                f"an amount above 0 over the containers, or no {labels.GPU_MEM} at all{where}: kube-scheduler "
+                "chooses a node, the extender's bind finds no device for 0 and fails on every retry, so the pod "
+                "never runs",
             )
         )
     for field_name, value, amount in view.pod.suffixed:

@@ -40,12 +40,20 @@ def invalid_reason(view: Workload, plugins: Profile) -> str | None:
     """The first problem the profile refuses, in the words and with the rule ID `gpushare validate` uses."""
     for problem in view.problems:
         if problem.rule in plugins.refuses:
-            message = replace(problem, field=view.located(problem.field)).message
-            if problem.rule == workloads.NO_DEVICE:  # what the pod then shows, in the modelled minor's words
-                condition = plugins.scheduler.extender_bind_failure("<the extender's urlPrefix>")
-                return f'{message}; kube-scheduler retries it, its condition reads "{condition}"'
-            return message
+            return replace(problem, field=view.located(problem.field)).message
     return None
+
+
+def bind_error(view: Workload, plugins: Profile, scheduler_name: str) -> str:
+    """The condition of a pod whose bind fails on any node (`Pod.bind_error`), in the modelled minor's words: one
+    that names gpu-mem with none over its containers, scheduled through the extender."""
+    if (
+        not plugins.gpus.fails_deviceless_bind
+        or scheduler_name != plugins.semantics.served_scheduler
+        or not any(p.rule == workloads.NO_DEVICE for p in view.problems)
+    ):
+        return ""
+    return plugins.scheduler.extender_bind_failure("<the extender's urlPrefix>")
 
 
 def to_pod(
@@ -83,6 +91,7 @@ def to_pod(
     held = _ledger(view.annotations, plugins, unit_ratio)
     requests, nz_cpu, nz_memory = view.pod.as_scheduled(scheduler.counts_sidecars)
     priority = priorities.admitted(spec, classes or priorities.SYSTEM, running=owners is None)
+    scheduler_name = str(spec.get("schedulerName") or products.DEFAULT_SCHEDULER_NAME)
     return Pod(
         view.namespace,
         view.name,
@@ -114,13 +123,14 @@ def to_pod(
         hard_spread=read.hard_spread,
         pod_affinity=read.pod_affinity,
         ns_labels=tuple(sorted(namespace_labels(view.namespace, namespaces or {}, scheduler).items())),
-        scheduler_name=str(spec.get("schedulerName") or products.DEFAULT_SCHEDULER_NAME),
+        scheduler_name=scheduler_name,
         owner=(controller[1], controller[3]) if controller and controller[1] in nodepreferavoidpods.KINDS else None,
         host_ports=read.host_ports,
         priority=priority.value,
         preempts=priority.preempts,
         started=str(mapping(view.source.obj.get("status")).get("startTime") or ""),
         created=_created(view),
+        bind_error=bind_error(view, plugins, scheduler_name) if owners is not None else "",
     )
 
 

@@ -267,6 +267,9 @@ class Pod:
     #: metadata.creationTimestamp of a pod to place, RFC 3339 ("" when the input gives none: a pod still to be
     #: created). Pods that already exist wait in the scheduling queue together (`gpushare.placement.queue`).
     created: str
+    #: kube-scheduler's condition for the pod where its bind fails whatever the node (the extender finds no device
+    #: for a pod whose gpu-mem is 0 over its containers, as when only an init container asks it); "" where none.
+    bind_error: str
 
     #: label_map and ns_label_map, made on first use
     _maps: dict[str, dict[str, str]] = field(init=False, repr=False, compare=False)
@@ -309,6 +312,7 @@ class Pod:
         preempts: bool = True,
         started: str = "",
         created: str = "",
+        bind_error: str = "",
     ) -> None:
         self.namespace = namespace
         self.name = name
@@ -346,6 +350,7 @@ class Pod:
         self.preempts = preempts
         self.started = started
         self.created = created
+        self.bind_error = bind_error
         self._maps = {}
 
     @property

@@ -36,7 +36,9 @@ from gpushare.placement.plugins.tainttoleration import TaintToleration
 
 #: Problems found reading a pod that make it invalid: the open-source stack knows no compute nor gpu-count label, and
 #: its extender never binds a pod that names gpu-mem but asks 0.
-_UPSTREAM_REFUSES = frozenset({workloads.MALFORMED, workloads.NO_DEVICE})
+#: A pod naming gpu-mem with none over its containers (GW217) is not refused: the API server takes it and
+#: kube-scheduler tries it, and its bind fails (`GpuShare.fails_deviceless_bind`).
+_UPSTREAM_REFUSES = frozenset({workloads.MALFORMED})
 _ACK_REFUSES = frozenset(
     {
         workloads.MALFORMED,

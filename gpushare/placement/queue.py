@@ -94,9 +94,8 @@ def drive(
     `order`, or named in spec.nodeName) are never retried nor preempt. A pod that fits nowhere goes through the
     profile's PostFilter (`preemption`), which may bind it after all."""
     together, arriving = arrivals(pods, "arrival" if order else mode)
-    queue = _Queue(
-        profile, result, attempt, order, Preemption(profile, result.nodes, budgets, result, engine, attempt, explain)
-    )
+    preemption = Preemption(profile, result.nodes, budgets, result, engine, attempt, explain)
+    queue = _Queue(profile, result, attempt, order, preemption, engine, any(p.bind_error for p in pods))
     for pod in together:
         tick()
         queue.first(pod)
@@ -117,33 +116,40 @@ class _Queue:
         attempt: Attempt,
         order: Mapping[str, str],
         preemption: Preemption,
+        engine: Engine,
+        bind_errors: bool,
     ) -> None:
         self.profile = profile
         self.result = result
         self.order = order
         self.nodes = result.nodes
         self.preemption = preemption
+        self.engine = engine
         self.retries = profile.retries_at_once
         self.liftable = profile.liftable
         #: The pods that fit nowhere (the unschedulable pool), in the order they failed, each with its record.
         self.waiting: list[tuple[Pod, Pending]] = []
         #: Pods an event moved back, to retry.
         self.moved: list[tuple[Pod, Pending]] = []
-        # a profile without PostFilter pays nothing per attempt
-        self.cycle: Callable[[Pod], Assignment | Pending] = (
-            attempt if profile.post_filter is None else self._with_post_filter
-        )
         self.attempt = attempt
+        self.post_filter = profile.post_filter is not None
+        # a run without PostFilter and without a pod whose bind fails pays nothing per attempt
+        self.cycle: Callable[[Pod], Assignment | Pending] = self._cycle if self.post_filter or bind_errors else attempt
 
     def _fixed(self, pod: Pod) -> bool:
         return pod.key in self.order or pod.node is not None
 
-    def _with_post_filter(self, pod: Pod) -> Assignment | Pending:
+    def _cycle(self, pod: Pod) -> Assignment | Pending:
+        """The scheduling cycle (PostFilter where the filters leave no node), then the binding cycle's failure."""
         outcome = self.attempt(pod)
-        if isinstance(outcome, Pending) and not self._fixed(pod):
+        if isinstance(outcome, Pending) and self.post_filter and not self._fixed(pod):
             outcome = self.preemption.after(pod, outcome)
         if isinstance(outcome, Assignment):
-            self.preemption.placed(pod)
+            if pod.bind_error and not self._fixed(pod):  # the bind fails: the pod holds nothing, retried for ever
+                self.engine.evict(self.preemption.by_name[outcome.node], pod)
+                return Pending(pod.namespace, pod.name, len(self.nodes), (), pod.per_gpu, error=pod.bind_error)
+            if self.post_filter:
+                self.preemption.placed(pod)
         return outcome
 
     def first(self, pod: Pod) -> None:
@@ -151,7 +157,7 @@ class _Queue:
         outcome = self.cycle(pod)
         if isinstance(outcome, Pending):
             self.result.pending.append(outcome)
-            if not self._fixed(pod):
+            if not self._fixed(pod) and not outcome.error:
                 self.waiting.append((pod, outcome))
         else:
             self.result.placements.append(outcome)

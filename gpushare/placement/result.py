@@ -49,6 +49,8 @@ class Pending(PodRef):
     #: Nodes kube-scheduler never filtered for it: the search stopped once it had found enough nodes passing its
     #: own filters, and the extender rejected all of those (`gpushare.placement.sampling`).
     unfiltered: int = 0
+    #: The binding cycle's error where the filters passed but the bind fails (the pod's condition then holds it).
+    error: str = ""
 
     @property
     def filters_message(self) -> str:
@@ -60,8 +62,8 @@ class Pending(PodRef):
 
     @property
     def message(self) -> str:
-        """kube-scheduler's FitError text, as the pod's PodScheduled condition holds it."""
-        return self.filters_message + self.post_filter
+        """kube-scheduler's FitError text, as the pod's PodScheduled condition holds it (a failed bind's error)."""
+        return self.error or self.filters_message + self.post_filter
 
 
 @dataclass(frozen=True)

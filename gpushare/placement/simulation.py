@@ -26,6 +26,7 @@ from typing import Literal, NewType
 from gpushare import process
 from gpushare.domain import labels, products
 from gpushare.errors import InputError, listed
+from gpushare.kube import workloads
 from gpushare.kube.documents import Objects, Source, from_objects, read_documents
 from gpushare.kube.nodes import NodeInfo
 from gpushare.placement import admission, pluginsets, reference
@@ -358,6 +359,7 @@ class Simulation:
             *notes,
             *quota_notes,
             *_preset(new, self.nodes, profile),
+            *_never_bound(valid),
             *_replay_gaps(new, self.nodes, node_order or {}),
             *_deviceless(self.nodes),
             *[
@@ -600,6 +602,17 @@ def _preset(new: Sequence[Pod], nodes: Sequence[Node], plugins: Profile) -> list
                 "(NVIDIA_VISIBLE_DEVICES=no-gpu-has-...-to-run)"
             )
     return notes
+
+
+def _never_bound(pods: Sequence[Pod]) -> list[str]:
+    """Pods whose bind fails wherever kube-scheduler puts them: why (GW217)."""
+    return [
+        f"pod {pod.key} names {labels.GPU_MEM} with none over its containers (an init container's counts at node "
+        "level only): kube-scheduler chooses a node where that fits, the extender's bind finds no device for 0 and "
+        f"fails on every retry, so the pod never runs [{workloads.NO_DEVICE}]"
+        for pod in pods
+        if pod.bind_error
+    ]
 
 
 def _replay_gaps(new: Sequence[Pod], nodes: Sequence[Node], order: Mapping[str, str]) -> list[str]:

@@ -36,6 +36,8 @@ class AckGpuShare(GpuShare):
     node's placement label (binpack fills the fullest fitting GPUs first, spread the emptiest), and nodes by GPU
     memory allocated (`node_key`)."""
 
+    fails_deviceless_bind = False
+
     def __init__(self, placement: Placement, cgpu_max_pods_per_gpu: int) -> None:
         self.placement = placement
         self.cgpu_max_pods_per_gpu = cgpu_max_pods_per_gpu

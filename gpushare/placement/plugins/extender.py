@@ -9,6 +9,8 @@ and changes which devices may take a pod and how one is chosen.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from gpushare.domain.kubescheduler import GPU_SHARE
 from gpushare.kube.ledger import Grammar
 from gpushare.placement.framework import Cycle, Plugin
@@ -27,6 +29,10 @@ class GpuShare(Plugin):
     #: Whose reading of a bound pod's annotations counts: the extender's own (`kube.ledger.held`: one index as
     #: Atoi reads it, the POD share; anything else names no device, and the pod counts at node level only).
     grammar: Grammar = "upstream"
+    #: The extender binds every pod that names its resource (kube-scheduler's IsInterested reads the init
+    #: containers and a 0 too), and its bind finds no device for a pod whose containers ask no memory: the bind
+    #: fails on every retry (`Pod.bind_error`). ACK's scheduler binds such a pod as any other.
+    fails_deviceless_bind: ClassVar[bool] = True
 
     def devices(self, gpu_mem: int, gpu_count: int) -> int:
         """How many devices a node's capacity makes: `gpu-count` of them. A node advertising gpu-mem without

@@ -234,7 +234,9 @@ RULES: tuple[Rule, ...] = (
         "aliyun.com/gpu-mem, whatever the amount; the open-source extender's bind looks for a device only for a "
         "request above 0, so a pod asking 0 (or asking only in an init container, which the extender does not "
         "count) fails to bind with HTTP 500 on every retry and never runs. A warning here, since ACK's scheduler "
-        "is not public; `place --semantics upstream` reports such a pod as invalid.",
+        "is not public; `place --semantics upstream` leaves such a pod pending as kube-scheduler does: with the "
+        "bind's error where a node passes the filters, else with the filters' message (an init container's "
+        "gpu-mem counts at node level).",
     ),
     Rule(
         workloads.SUFFIXED,
