@@ -69,10 +69,6 @@ def _template(src: Source) -> tuple[str, str, str]:
     view = read_workload(src)
     if view is None or view.kind not in TEMPLATE_KINDS:
         raise InputError("--template", src.where, f"a Pod or the pod template of a {', '.join(TEMPLATE_KINDS[1:])}")
-    if not view.gpu_mem:
-        raise InputError(
-            f"--template {view.kind} {view.key}", src.where, f"a pod template that asks for {labels.GPU_MEM}"
-        )
     if view.problems:
         problem = view.problems[0]
         raise InputError(f"--template {view.kind} {view.key}", src.where, f"a valid pod: {problem.message}")
@@ -97,21 +93,42 @@ def _replicas(src: Source, kind: str, name: str, count: int) -> tuple[list[Sourc
 
 
 def _bound(after: PlacementResult, pod: Pod, preempts: bool) -> int:
-    """One more replica than the GPU memory left after the pending pods could hold, counted per GPU as the
-    extender fits identical replicas (each GPU takes free // share; a multi-GPU replica needs that many GPUs of one
-    node): the run stops failing replicas after the first, whatever else binds them. Where replicas may preempt,
-    the memory of pods of lower priority counts as free (preemption may take it back)."""
+    """One more replica than the room left after the pending pods could hold: on each node, what its free pod
+    slots and node-level resources (cpu, memory, gpu-mem, extended resources) hold of the replica, and for a GPU
+    pod what its GPUs hold, counted per GPU as the extender fits identical replicas (each GPU takes free // share;
+    a multi-GPU replica needs that many GPUs of one node). The run stops failing replicas after the first, whatever
+    else binds them. Where replicas may preempt, what pods of lower priority hold counts as free (preemption may
+    take it back)."""
     share = max(pod.gpu_mem // max(pod.gpu_count, 1), 1)
+    asks = {"cpu": pod.cpu, "memory": pod.memory, labels.GPU_MEM: pod.node_gpu_mem, **dict(pod.other)}
     fits = 0
     for node in after.nodes:
-        freed: dict[int, int] = {}
-        if preempts:
-            for other in node.bound:
-                if other.priority < pod.priority:
-                    for gpu in node.devices.get(id(other), ()):
-                        freed[gpu.index] = freed.get(gpu.index, 0) + other.per_gpu
-        room = sum((g.total - g.used + freed.get(g.index, 0)) // share for g in node.gpus if g.healthy)
-        fits += room // max(pod.gpu_count, 1)
+        lower = [other for other in node.bound if other.priority < pod.priority] if preempts else []
+        free = {
+            "cpu": node.cpu - node.cpu_used,
+            "memory": node.memory - node.memory_used,
+            labels.GPU_MEM: node.gpu_mem - node.gpu_mem_used,
+            **{name: node.other.get(name, 0) - node.other_used.get(name, 0) for name in dict(pod.other)},
+        }
+        for other in lower:
+            free["cpu"] += other.cpu
+            free["memory"] += other.memory
+            free[labels.GPU_MEM] += other.node_gpu_mem
+            for name, amount in other.other:
+                if name in free:
+                    free[name] += amount
+        here = min(
+            [node.pods - node.pods_used + len(lower)]
+            + [max(free[name], 0) // amount for name, amount in asks.items() if amount > 0]
+        )
+        if pod.wants_gpu:
+            freed: dict[int, int] = {}
+            for other in lower:
+                for gpu in node.devices.get(id(other), ()):
+                    freed[gpu.index] = freed.get(gpu.index, 0) + other.per_gpu
+            room = sum((g.total - g.used + freed.get(g.index, 0)) // share for g in node.gpus if g.healthy)
+            here = min(here, room // max(pod.gpu_count, 1))
+        fits += max(here, 0)
     return min(fits + 1, MAX_PODS)
 
 

@@ -203,7 +203,8 @@ def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
     for h in answers:
         why = h.blocked_by.message if h.blocked_by is not None else "-"
         more = f"{h.more} ({h.more_min}-{h.more_max})" if h.runs else str(h.more)
-        rows.append([h.name, more, str(h.per_gpu), str(h.largest_free), str(h.stranded), why])
+        gpu = [str(h.per_gpu), str(h.largest_free), str(h.stranded)] if h.per_gpu else ["-", "-", "-"]  # no GPU
+        rows.append([h.name, more, *gpu, why])
     lines = output.table(rows)
     for h in answers:
         if h.blocked_by is not None and h.per_gpu:
