@@ -7,9 +7,11 @@ the count is a fact of the fleet as it is, not of the order."""
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 import pytest
+from cluster import tail
 from differential import Scenario
 from kube import gpu_node
 from test_differential import create, delete, outcome, scheduler  # noqa: F401  (the fixture, by its name)
@@ -67,6 +69,55 @@ def test_headroom_is_what_the_real_scheduler_binds(cluster: Any, scheduler: Any,
             made.append(name)
             landed = outcome(core, name, log)
             assert (landed is not None) == (k < answer.more), (seed, k, answer.more, landed)
+    finally:
+        case.pods = [{"metadata": {"name": n}} for n in made]
+        delete(core, apps, case)
+
+
+def _settled_outcome(core: Any, name: str, log: Any) -> bool:
+    """True once the pod is bound, False once kube-scheduler reports it unschedulable (a pod with no GPU carries
+    no index annotation for `outcome` to read)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        pod = core.read_namespaced_pod(name, "default")
+        if pod.spec.node_name:
+            return True
+        if any(c.type == "PodScheduled" and c.reason == "Unschedulable" for c in pod.status.conditions or []):
+            return False
+        time.sleep(0.05)
+    pytest.fail(f"pod {name} neither bound nor unschedulable:\n{tail(log)}")
+
+
+def test_a_cpu_only_templates_headroom_is_what_the_real_scheduler_binds(cluster: Any, scheduler: Any) -> None:  # noqa: F811
+    """A template without GPU memory, as cluster-capacity answers it: each node holds what its free cpu and its pod
+    slots allow (a GPU node of 4 cpu, a cpu node of 7 cpu and 4 pod slots, one taken by a busy pod)."""
+    core, apps, log, standin = scheduler
+    case = Scenario(seed=100)
+    for node, status in (gpu_node("c0", 1, 16, cpu="4"), gpu_node("c1", 0, 0, cpu="7", pods=4)):
+        case.nodes.append({**node, "spec": {}, **status})
+    container = {"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"cpu": "1500m"}}}
+    template = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"schedulerName": "gpushare-scheduler", "containers": [container]},
+    }
+    busy = {**template, "metadata": {"name": "busy", "namespace": "default"}}
+    busy = {**busy, "spec": {**template["spec"], "nodeName": "c1"}}
+    semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(cluster.minor))
+    create(core, apps, case, standin, log)
+    made = ["busy"]
+    try:
+        core.create_namespaced_pod("default", busy)
+        (answer,) = headroom(
+            case.nodes, [template], existing=[{**busy, "status": {"phase": "Running"}}], semantics=semantics
+        )
+        assert answer.more == 2 + 3 and answer.blocked_by is not None  # 4 // 1.5 on c0; 3 slots left on c1
+        for k in range(answer.more + 1):
+            name = f"web-{k}"
+            core.create_namespaced_pod("default", {**template, "metadata": {"name": name, "namespace": "default"}})
+            made.append(name)
+            assert _settled_outcome(core, name, log) == (k < answer.more), (k, answer.more)
     finally:
         case.pods = [{"metadata": {"name": n}} for n in made]
         delete(core, apps, case)

@@ -123,3 +123,57 @@ def test_the_mix_of_pools_the_answer_names_binds_every_pod(cluster: Any, schedul
     finally:
         case.pods = pending
         delete(core, apps, case)
+
+
+def test_a_tainted_pool_serves_the_pods_that_tolerate_it(cluster: Any, scheduler: Any) -> None:  # noqa: F811
+    """GPU pools are usually tainted: the pool's nodes join with their taint, the pods that tolerate it bind there
+    as the answer says (one node fewer leaves the pods it names pending), the pod that does not stays pending and
+    is named unservable."""
+    core, apps, log, standin = scheduler
+    case = Scenario(seed=50)
+    taint = {"key": "gpushare.io/pool", "value": "l4", "effect": "NoSchedule"}
+    pool_node, pool_status = gpu_node("t-pool", 2, 24)
+    pool = read_pool(Source({**pool_node, "spec": {"taints": [taint]}, **pool_status}, "pool.yaml"))
+    tolerate = {"key": "gpushare.io/pool", "operator": "Equal", "value": "l4", "effect": "NoSchedule"}
+    pending = [replica(f"tol{i}", 16) for i in range(3)]
+    for pod in pending:
+        pod["spec"]["tolerations"] = [tolerate]
+    pending.append(replica("intolerant", 16))
+    semantics = Semantics("upstream", gpu_memory_unit="GiB", scheduler=scoring_profile(cluster.minor))
+    fleet = Fleet([], [], from_objects(pending, "pods"), semantics)
+    answer = size_pool(fleet, pool)
+    assert answer.nodes == 2 and [p.name for p in answer.unservable] == ["intolerant"]
+    assert answer.one_fewer is not None
+    left = {p.name for p in answer.one_fewer.pending} - {"intolerant"}
+    made = [{**c.obj, **pool_status} for c in copies(pool, answer.nodes)]
+    create(core, apps, case, standin, log)
+    try:
+        for pod in pending:
+            core.create_namespaced_pod("default", pod)
+            assert outcome(core, pod["metadata"]["name"], log) is None
+        for node in made[:-1]:
+            add_tainted_node(core, node)
+            case.nodes.append(node)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(unbound(core, pending)) > len(left) + 1:
+            time.sleep(0.2)
+        time.sleep(3)
+        # which tolerating pod stays pending is the queue's timing (each node event retries them all): how many is not
+        still = unbound(core, pending)
+        assert len(still) == len(left) + 1 and "intolerant" in still, (still, left)
+        add_tainted_node(core, made[-1])
+        case.nodes.append(made[-1])
+        for pod in pending[:-1]:
+            assert bound_to(core, pod["metadata"]["name"]) is not None, pod["metadata"]["name"]
+        time.sleep(3)
+        assert unbound(core, pending) == ["intolerant"]
+    finally:
+        case.pods = pending
+        delete(core, apps, case)
+
+
+def add_tainted_node(core: Any, node: dict[str, Any]) -> None:
+    """`add_node`, the node keeping its own taints (admission's not-ready taint replaced by them)."""
+    core.create_node({k: v for k, v in node.items() if k != "status"})
+    core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
+    core.patch_node(node["metadata"]["name"], {"spec": {"taints": node["spec"]["taints"]}})
