@@ -113,13 +113,9 @@ def test_capacity_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize(
     ("template", "said"),
     [
-        (
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cpu"}, "spec": {"containers": [{"name": "c"}]}},
-            "asks for aliyun.com/gpu-mem",
-        ),
         (node("x", 1, 1), "a Pod or the pod template of a Deployment"),
         ({**deployment("web", 5, 1), "kind": "DaemonSet"}, "a Pod or the pod template of a Deployment"),
-        (deployment("half", 0, 1) | {"spec": {**deployment("half", 0, 1)["spec"], "replicas": 1}}, "asks for"),
+        (deployment("half", 0, 1), "a valid pod: resources.limits.aliyun.com/gpu-mem: 0"),
     ],
 )
 def test_a_template_that_cannot_be_asked_is_refused(
@@ -434,3 +430,22 @@ def test_the_line_through_two_short_counts_stops_at_or_before_a_convex_answer(se
     assert more >= 0 and b + more <= answer
     assert _secant([(b, left(b))]) == 0  # one point: no line
     assert _secant([(a, 100), (b, 100)]) == 0 and _secant([(a, 100), (b, 0)]) == 0
+
+
+def test_a_template_asking_no_resource_is_counted_by_pod_slots(tmp_path: Any, capsys: Any) -> None:
+    """A pod that requests nothing, as cluster-capacity answers it: each node takes as many as its free pod slots."""
+    few = [{**node(n, 1, 16), "status": {**node(n, 1, 16)["status"]}} for n in ("a", "b")]
+    for doc, pods in zip(few, ("3", "5"), strict=True):
+        doc["status"] = {k: {**v, "pods": pods} for k, v in doc["status"].items() if k in ("capacity", "allocatable")}
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all(few))
+    empty = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "idle"}, "spec": {"containers": [{"name": "c"}]}}
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(empty))
+    assert (
+        main(
+            ["capacity", "--nodes", str(tmp_path / "nodes.yaml"), "--template", str(tmp_path / "t.yaml"), "-o", "json"]
+        )
+        == 0
+    )
+    (entry,) = json.loads(capsys.readouterr().out)["templates"]
+    assert entry["more"] == 8 and entry["per_gpu"] == 0
+    assert entry["blocked_by"]["reasons"] == [{"reason": "Too many pods", "nodes": 2}]

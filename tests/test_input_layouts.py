@@ -2,7 +2,7 @@
 any order, a stream of documents as written by hand (comments, empty documents, `...`), JSON Lists in any layout and
 JSON objects. The reference is the real parser for the objects (PyYAML's `load_all` with libyaml's safe loader, or
 `json.loads`), and the strict reader (PyYAML, which every file was read with before the fast paths) for their lines
-and for what is wrong with a file. Streams are the fast path's from `listing.STREAM_BYTES` on: lowered here so every
+and for what is wrong with a file. Streams are the fast path's from `layout.STREAM_BYTES` on: lowered here so every
 one is."""
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from test_list_reader import LISTS, as_yaml, fast, objects, strict
 
 from gpushare.cli import main
 from gpushare.errors import InputError
-from gpushare.kube import documents, forked, listing, shapes
+from gpushare.kube import documents, forked, shapes
+from gpushare.kube import layout as file_layout
 
 
 @pytest.fixture(autouse=True)
 def every_stream_is_fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(listing, "STREAM_BYTES", 0)
+    monkeypatch.setattr(file_layout, "STREAM_BYTES", 0)
 
 
 #: libyaml's loader, as the strict reader's (PyYAML's own differs on tabs in places).
@@ -236,10 +237,10 @@ def test_a_stream_below_the_threshold_is_read_strictly_and_a_large_one_as_a_list
     as_list = "apiVersion: v1\nitems:\n" + "".join(
         "- " + document.replace("\n", "\n  ").rstrip(" ") for document in (POD.format(0), repeated)
     )
-    monkeypatch.setattr(listing, "STREAM_BYTES", len(text) + 1)
+    monkeypatch.setattr(file_layout, "STREAM_BYTES", len(text) + 1)
     with pytest.raises(InputError, match=re.escape("('name' at f:14 is already defined at line 13")):
         fast(text)
-    monkeypatch.setattr(listing, "STREAM_BYTES", len(text))
+    monkeypatch.setattr(file_layout, "STREAM_BYTES", len(text))
     assert [obj for obj, _ in fast(text)] == [obj for obj, _ in fast(as_list + "kind: List\n")]
     assert fast(text)[1][0]["metadata"]["name"] == "q1"
 

@@ -425,7 +425,7 @@ def test_cutting_the_items_finds_a_line_that_ends_them_as_looking_first_did(line
     assert found is not None
     _, spans = found
     ends = listing.linear(listing.AFTER_ITEMS).search(data, spans[0][0], spans[-1][1]) is not None
-    expected = None if ends else list(listing._cut(data, spans, listing._YAML_ITEM, listing._yaml_item))
+    expected = None if ends else list(listing._cut(data, spans, listing.YAML_ITEM, listing._yaml_item))
     cutting = listing._cut(data, spans, listing._YAML_LINE, partial(listing._yaml_line, data))
     try:
         cut: list[tuple[int, int]] | None = list(cutting)

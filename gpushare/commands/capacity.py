@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from gpushare.commands import fleet
 from gpushare.commands.arguments import whole
@@ -12,12 +13,13 @@ from gpushare.errors import InputError
 from gpushare.kube.documents import read_paths
 from gpushare.kube.workloads import WORKLOAD_KINDS
 from gpushare.placement import Simulation, plot_target
-from gpushare.planner.defrag import MAX_MOVES, defragment
+from gpushare.planner import MAX_MOVES  # the defragmentation and the pools' sizing load when a question asks them
 from gpushare.planner.headroom import headroom_of
-from gpushare.planner.plot import write_capacity_plot
-from gpushare.planner.pools import Fleet, read_pool, size_all
 from gpushare.planner.report import write
 from gpushare.progress import wanted
+
+if TYPE_CHECKING:
+    from gpushare.planner.pools import Sizing
 
 
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
@@ -84,7 +86,11 @@ def main(args: argparse.Namespace) -> int:
     templates = read_paths(args.template, show_progress=wanted(args.quiet))
     if args.template and not templates:
         raise InputError("--template", ", ".join(args.template), "files that hold a pod template (these hold none)")
-    pools = [read_pool(s) for s in read_paths(args.pool, show_progress=wanted(args.quiet))]
+    pools = []
+    if args.pool:
+        from gpushare.planner.pools import read_pool
+
+        pools = [read_pool(s) for s in read_paths(args.pool, show_progress=wanted(args.quiet))]
     if args.pool and not pools:
         raise InputError("--pool", ", ".join(args.pool), "files that hold a Node manifest (these hold none)")
     inputs = fleet.read_inputs(req)
@@ -94,26 +100,31 @@ def main(args: argparse.Namespace) -> int:
         headroom_of(inputs.nodes, inputs.existing, pending, t, semantics, req.input_unit, args.runs) for t in templates
     ]
     said = _status_line if wanted(args.quiet) else None
-    # with templates, the pools are sized for their replicas too (spec.replicas of each: the N more wanted)
-    sized = (
-        Fleet(inputs.nodes, inputs.existing, pending + templates, semantics, req.input_unit, said) if pools else None
-    )
-    try:
-        sizings, mix = size_all(sized, pools) if sized is not None else ([], None)
-    finally:  # the status line cleared before the answer, or before Ctrl-C's line
-        if said is not None and sized is not None:
-            print("\r\x1b[K", end="", file=sys.stderr)
+    sizings: list[Sizing] = []
+    mix = None
+    if pools:
+        from gpushare.planner.pools import Fleet, size_all
+
+        # with templates, the pools are sized for their replicas too (spec.replicas of each: the N more wanted)
+        sized = Fleet(inputs.nodes, inputs.existing, pending + templates, semantics, req.input_unit, said)
+        try:
+            sizings, mix = size_all(sized, pools)
+        finally:  # the status line cleared before the answer, or before Ctrl-C's line
+            if said is not None:
+                print("\r\x1b[K", end="", file=sys.stderr)
     served = [(s.pool, {p.key for p in s.unservable}) for s in sizings]
-    defrag = (
-        defragment(inputs.nodes, inputs.existing, pending, semantics, req.input_unit, args.max_moves, served)
-        if pending
-        else None
-    )
+    defrag = None
+    if pending:
+        from gpushare.planner.defrag import defragment
+
+        defrag = defragment(inputs.nodes, inputs.existing, pending, semantics, req.input_unit, args.max_moves, served)
     write(answers, sizings, mix, defrag, semantics.gpu_memory_unit, args.output, sys.stdout)
     if args.plot:
         simulation = Simulation.from_sources(inputs.nodes, inputs.existing, pending, semantics, req.input_unit)
         state = simulation.run(draws=False)
         shares = [h.per_gpu for h in answers if h.per_gpu] + [p.per_gpu for p in state.pending if p.per_gpu]
+        from gpushare.planner.plot import write_capacity_plot
+
         written = write_capacity_plot(state, min(shares, default=0), answers, sizings, args.plot)
         print(f"gpushare: wrote {written}", file=sys.stderr)
     for note in [*notes, *inputs.notes]:

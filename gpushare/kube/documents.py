@@ -23,7 +23,7 @@ import yaml
 
 from gpushare import progress
 from gpushare.errors import InputError, shown
-from gpushare.kube import shapes
+from gpushare.kube import layout, shapes
 
 if TYPE_CHECKING:
     from gpushare.kube import listing
@@ -406,17 +406,15 @@ def read_documents(
 ) -> list[Source]:
     """Every Kubernetes object in a file (List items expanded), each with the file and line it starts at, trimmed
     to what gpushare reads (`shapes`). A List (in kubectl's layout or with its fields in another order), a JSON
-    object, and a stream of `listing.STREAM_BYTES` or more are read item by item or document by document
+    object, and a stream of `layout.STREAM_BYTES` or more are read item by item or document by document
     (`listing`); any other file as a stream, never held whole as text. A terminal shows progress in bytes for a
     large input; `text` or `stream` stand in for the file."""
     name = str(path)
     if text is not None and os.environ.get(READER_ENV) == "pyyaml":
         return list(_sources(compose_all(text, name), name))
     if text is not None:
-        from gpushare.kube import listing
-
         encoded = text.encode()
-        listed = _listed(encoded, encoded[:_PEEK], name, lambda _: None, len(encoded) >= listing.STREAM_BYTES)
+        listed = _listed(encoded, encoded[:_PEEK], name, lambda _: None, len(encoded) >= layout.STREAM_BYTES)
         return listed if listed is not None else list(_sources(compose_all(text, name), name))
     try:
         handle = stream if stream is not None else open(path, "rb")  # noqa: SIM115 - closed below
@@ -427,10 +425,9 @@ def read_documents(
     try:
         with progress.progress(size or 0, "B", show_progress and size is not None, step=True) as advance:
             head = _bytes(raw.read(_PEEK))
-            from gpushare.kube import listing
-
-            large = size is not None and size >= listing.STREAM_BYTES
-            if (large or listing.looks_listed(head)) and os.environ.get(READER_ENV) != "pyyaml":
+            # the layout alone decides: a small file that is no List is read without loading the fast readers
+            large = size is not None and size >= layout.STREAM_BYTES
+            if (large or layout.looks_listed(head)) and os.environ.get(READER_ENV) != "pyyaml":
                 data = _mapped(handle) or head + _bytes(raw.read())
                 listed = _listed(data, head, name, advance, large)
                 if listed is not None:

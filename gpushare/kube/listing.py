@@ -32,6 +32,7 @@ from typing import Any, TypedDict
 import msgspec
 
 from gpushare.kube import shapes
+from gpushare.kube.layout import ITEM_LINE, YAML_HEAD, YAML_ITEM
 
 try:
     import ryml
@@ -42,23 +43,10 @@ try:
 except ImportError:  # pragma: no cover - no google-re2 wheel for this platform: the guard runs on `re`
     re2 = None
 
-#: How a line at column 0 among the items starts: an item's (`- `, or `-` alone: an empty item)...
-_ITEM_LINE = rb"-[ \n]"
 #: ... or one that is neither an item, nor a comment, nor blank: where the items end.
 _ENDING_LINE = rb"[^-\t\n\x0b\x0c\r #]|-[^ \n]"
-#: The line break before an item. The item's line is looked at, not taken: an empty item is followed at once by the
-#: next one's line (RE2, which has no lookahead, would take it).
-_YAML_ITEM = re.compile(rb"\n(?=" + _ITEM_LINE + rb")")
-#: The start of a YAML List, up to its first item: kubectl writes `apiVersion` alone before `items`; a List written by
-#: hand or by another tool may put its other fields first (`kind`, a flat `metadata`), with comments and blank lines.
-#: What these lines say is checked by the strict reader (`yaml_list`'s envelope); the pattern only bounds them.
-_YAML_HEAD = re.compile(
-    rb"\A(?:---[ \t]*\n)?"
-    rb"(?:(?:apiVersion|kind|metadata):[^\n]*\n|[ \t][^\n]*\n|(?:#[^\n]*)?\n)*"
-    rb"items:" + _YAML_ITEM.pattern
-)
 #: An item's line, and one that ends the items, where a line at column 0 starts (`_yaml_line` tells them apart).
-_ITEM_AT = re.compile(_ITEM_LINE)
+_ITEM_AT = re.compile(ITEM_LINE)
 _ENDING_AT = re.compile(_ENDING_LINE)
 
 #: A plain YAML scalar whose type PyYAML (YAML 1.1, the strict reader) and rapidyaml (YAML 1.2) may read apart,
@@ -214,11 +202,6 @@ def decode(raw: str | bytes | memoryview, kind_hint: str | None = None) -> dict[
     if not isinstance(obj, dict):
         raise NotKubectl
     return shapes.trim(obj)
-
-
-def looks_listed(head: bytes) -> bool:
-    """Whether a file's first bytes may start a List (JSON, or YAML as kubectl writes it): worth reading whole."""
-    return head.lstrip()[:1] == b"{" or _YAML_HEAD.match(head) is not None
 
 
 class _Envelope(TypedDict, total=False):
@@ -400,12 +383,12 @@ def yaml_list(data: Buffer) -> tuple[bytes, list[tuple[int, int]]] | None:
     """The envelope's text (the List without its items) and the items' spans in about `_BLOCKS` blocks, each cut
     at an item's start, if `data` is kubectl's YAML. Each side of the two-core reader cuts its own blocks into items
     (`yaml_items`): finding every item's start here took 4 us a pod, serially."""
-    head = _YAML_HEAD.match(data)
+    head = YAML_HEAD.match(data)
     if head is None:
         return None
-    spans = _blocks(data, head.end(), len(data), _YAML_ITEM, _yaml_item)  # from the first item's `-`
+    spans = _blocks(data, head.end(), len(data), YAML_ITEM, _yaml_item)  # from the first item's `-`
     last = spans[-1][0]
-    for found in _YAML_ITEM.finditer(data, last):
+    for found in YAML_ITEM.finditer(data, last):
         last = found.start() + 1
     # Where the items end is looked for after the last only: each half of the items is checked for a line that
     # ends them sooner as it is read (`yaml_items`), in parallel, rather than the whole file here, serially.
@@ -542,10 +525,6 @@ def yaml_items(data: Buffer, spans: Sequence[tuple[int, int]], line: int) -> Ite
             reader.close()
 
 
-#: Streams smaller than this are read by the strict reader alone. It refuses a repeated key, where the fast decoders
-#: take the last one (as kubectl's JSON reader does): a file written by hand, where a key is repeated by mistake, is
-#: small, and read whole by PyYAML in a fraction of a second; a large one is a dump, read at the fast path's speed.
-STREAM_BYTES = 1 << 20
 #: Where a stream is cut into blocks for the two sides of the reader: before a `---` line.
 _DOCUMENT_START = linear(rb"\n---[ \t\n]")
 #: A line at column 0 that ends a document (`...`) or starts one (`---`), with what follows it on the line.

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from gpushare.planner.headroom import Headroom, Landing, headroom
     from gpushare.planner.pools import Blend, Fleet, Pool, Sizing, read_pool, size, size_all, size_mix
 
+#: Moves searched for one pending pod at most (`make_room`): beyond this a node is better added than the GPUs
+#: shuffled. Here, not in `defrag`: `capacity` names it in its help without loading the search.
+MAX_MOVES = 8
+
 #: Public name -> the module that defines it.
 _PUBLIC = {
     **dict.fromkeys(("Difference", "Side", "diff"), "gpushare.planner.change"),

@@ -25,9 +25,8 @@ from typing import Any
 from gpushare.kube.documents import Objects, Source, from_objects
 from gpushare.kube.workloads import WORKLOAD_KINDS
 from gpushare.placement import Gpu, Mark, Node, Pending, PlacementResult, Pod, Semantics, Simulation
+from gpushare.planner import MAX_MOVES
 
-#: Moves searched for one pending pod at most: beyond this a node is better added than the GPUs shuffled.
-MAX_MOVES = 8
 #: Candidate nodes whose pods are weighed exactly for one pending pod (the closest to fitting first).
 _CANDIDATES = 64
 

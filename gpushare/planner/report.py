@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gpushare import output
 from gpushare.domain import kinds
 from gpushare.placement import pending_dict, preempted_dict
-from gpushare.planner.defrag import Defrag, Fragmentation, Move, Where
-from gpushare.planner.headroom import Headroom
-from gpushare.planner.pools import Blend, Sizing
+
+if TYPE_CHECKING:  # the answers' types: their modules load when a question asks them
+    from gpushare.planner.defrag import Defrag, Fragmentation, Move, Where
+    from gpushare.planner.headroom import Headroom
+    from gpushare.planner.pools import Blend, Sizing
 
 
 def headroom_dict(h: Headroom) -> dict[str, Any]:
