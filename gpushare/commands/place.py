@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import random
 import sys
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare.commands import fleet
+from gpushare.commands.arguments import whole
 from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.products import MIB_PER_UNIT
 from gpushare.errors import InputError
@@ -18,6 +22,7 @@ from gpushare.placement import (
     MAX_NODES,
     QUEUE_MODES,
     PlacementResult,
+    Sampled,
     Semantics,
     Simulation,
     plot_target,
@@ -66,6 +71,15 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         "arriving one by one in the files' order; together: every pod (a backlog, kube-scheduler down); arrival: "
         "every pod in the files' order",
     )
+    p.add_argument(
+        "--runs",
+        type=whole("--runs", 0, 1000),
+        default=0,
+        metavar="K",
+        help="also place the pods K more times with the nodes listed in random orders (as kube-scheduler before "
+        "1.27 and from 1.35 lists them after each start) and ties broken at random, and say how often each pod "
+        "landed where the dry run put it (upstream semantics; slower)",
+    )
     p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
 
 
@@ -85,10 +99,13 @@ def place(args: argparse.Namespace, out: TextIO) -> int:
     base, notes = fleet.semantics_of(req, inputs)
     input_unit = req.input_unit or req.semantics.gpu_memory_unit
 
-    def once(semantics: Semantics, last: bool = False) -> PlacementResult:
+    def once(semantics: Semantics, last: bool = False, nodes_seed: int | None = None) -> PlacementResult:
         # the last run lets go of the objects read as they are modelled: memory for one of them, not for both
+        nodes = inputs.nodes
+        if nodes_seed is not None:  # the nodes as a start of kube-scheduler may list them
+            nodes = random.Random(nodes_seed).sample(nodes, len(nodes))
         simulation = Simulation.from_sources(
-            inputs.nodes, inputs.existing, inputs.workloads, semantics, input_unit, consume=last
+            nodes, inputs.existing, inputs.workloads, semantics, input_unit, consume=last
         )
         if last:
             inputs.nodes, inputs.existing = [], []
@@ -102,6 +119,8 @@ def place(args: argparse.Namespace, out: TextIO) -> int:
         result.warnings[:0] = [*notes, *inputs.notes]
         return result
 
+    if args.runs and (specs or order):
+        raise InputError("--runs", args.runs, "a run without --compare and --node-order (each fixes what it samples)")
     if specs:
         rows = [(name, semantics, once(semantics)) for name, semantics in variants(base, specs)]
         converted = any(key == SCHEDULING_UNIT for key, _ in specs)
@@ -111,7 +130,9 @@ def place(args: argparse.Namespace, out: TextIO) -> int:
         )
         write_comparison(rows, args.output, out, input_unit if converted else None, note if converted else "")
         return 1 if any(r.invalid for _, _, r in rows) else 0
-    result = once(base, last=True)
+    result = once(base, last=not args.runs)
+    if args.runs:
+        sample(result, args.runs, lambda seed: once(replace(base, tie_seed=seed), nodes_seed=seed))
     if args.plot:
         written = write_plot(result, args.plot)
         nodes = sum(1 for n in result.nodes if n.gpus)
@@ -119,6 +140,30 @@ def place(args: argparse.Namespace, out: TextIO) -> int:
         print(f"gpushare: wrote {written} ({drawn} GPU nodes)", file=sys.stderr)
     write(result, args.output, out)
     return 1 if result.invalid else 0
+
+
+def sample(result: PlacementResult, runs: int, run: Callable[[int], PlacementResult]) -> None:
+    """`--runs`: each pod's outcome over `runs` more runs (seeds 1..runs), against the dry run's, kept in `result`."""
+    mine = {a.key: a.node for a in result.placements}
+    pods = [(a.namespace, a.name) for a in result.placements] + [(p.namespace, p.name) for p in result.pending]
+    keys = [f"{namespace}/{name}" for namespace, name in pods]
+    counts = {key: [0, 0, 0] for key in keys}  # same, elsewhere, pending
+    outcomes: dict[str, Counter[str]] = {key: Counter() for key in keys}  # node ("": pending) -> runs
+    for seed in range(1, runs + 1):
+        other = run(seed)
+        landed = {a.key: a.node for a in other.placements}
+        for key in keys:
+            node = landed.get(key)
+            counts[key][0 if node == mine.get(key) else 2 if node is None else 1] += 1
+            outcomes[key][node or ""] += 1
+    result.sampled_runs = runs
+    result.sampled = []
+    for (namespace, name), key in zip(pods, keys, strict=True):
+        same, elsewhere, pending = counts[key]
+        likely, likely_runs = min(outcomes[key].items(), key=lambda o: (-o[1], o[0]))
+        result.sampled.append(
+            Sampled(namespace, name, mine.get(key, ""), same, elsewhere, pending, likely, likely_runs)
+        )
 
 
 def parse_compare(specs: list[str]) -> list[tuple[str, list[str]]]:

@@ -258,6 +258,15 @@ class ScoringProfile:
         return self.minor >= 33
 
     @property
+    def lists_nodes_by_name(self) -> bool:
+        """1.27-1.34: kube-scheduler's cache first holds the nodes in the order the API server's watch cache lists
+        them, by name (sortableStoreElements, 1.27 on), so its node tree, and the windows a cut search walks, are
+        knowable. Before 1.27 the watch cache lists them in map order, and from 1.35 the scheduler's informers
+        stream their initial list (WatchListClient, beta and on) into a map: the order changes at every start of
+        kube-scheduler, and so may where a pod lands on a fleet of 100 nodes or more."""
+        return 27 <= self.minor <= 34
+
+    @property
     def counts_sidecars(self) -> bool:
         """1.29 on (SidecarContainers, beta and on by default): an init container with restartPolicy Always runs
         beside the containers, so its requests add to theirs and to every later init container's (PodRequests).

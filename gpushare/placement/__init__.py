@@ -18,7 +18,7 @@ from gpushare.placement.inputs import MAX_PODS
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, SemanticsName
 from gpushare.placement.pluginsets import Profile, profile
 from gpushare.placement.queue import QUEUE_MODES, QueueMode
-from gpushare.placement.result import Assignment, Invalid, NotServed, Pending, PlacementResult, Preempted
+from gpushare.placement.result import Assignment, Invalid, NotServed, Pending, PlacementResult, Preempted, Sampled
 from gpushare.placement.simulation import EngineName, Fit, Mark, Simulation, Status, place, place_files
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ __all__ = [
     "Profile",
     "QueueMode",
     "Rejection",
+    "Sampled",
     "ScoringProfile",
     "Semantics",
     "SemanticsName",

@@ -86,6 +86,28 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
         ],
         "nodes": [node_dict(n) for n in result.nodes if n.gpus],
         "warnings": list(result.warnings),
+        **(
+            {
+                "sampled": {
+                    "runs": result.sampled_runs,
+                    "pods": [
+                        {
+                            "namespace": s.namespace,
+                            "name": s.name,
+                            "node": s.node,
+                            "same": s.same,
+                            "elsewhere": s.elsewhere,
+                            "pending": s.pending,
+                            "likely": s.likely,
+                            "likelyRuns": s.likely_runs,
+                        }
+                        for s in result.sampled
+                    ],
+                }
+            }
+            if result.sampled_runs
+            else {}
+        ),
     }
 
 
@@ -214,8 +236,39 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
             "early, the best of whichever nodes kube-scheduler's parallel filters found first; the dry run takes "
             "the one with the most GPU memory free on a device, then by name"
         )
+    lines += _sampled_lines(result, limit)
     lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines) + "\n"
+
+
+def _sampled_lines(result: PlacementResult, limit: int) -> list[str]:
+    """`--runs`: the pods whose outcome changed in some run, and how often each outcome came."""
+    runs = result.sampled_runs
+    if not runs:
+        return []
+    varied = [s for s in result.sampled if s.same < runs]
+    lines = [
+        "",
+        f"SAMPLED over {runs} runs (nodes listed in random orders, ties broken at random): "
+        f"{len(result.sampled) - len(varied)} of {len(result.sampled)} pods as above in every run",
+    ]
+    if varied:
+        rows = [["POD", "DRY RUN", "SAME", "ELSEWHERE", "PENDING", "LIKELIEST (RUNS)"]]
+        rows += [
+            [
+                s.key,
+                s.node or "pending",
+                str(s.same),
+                str(s.elsewhere),
+                str(s.pending),
+                f"{s.likely or 'pending'} ({s.likely_runs})",
+            ]
+            for s in varied[:limit]
+        ]
+        lines += output.table(rows)
+        if len(varied) > limit:
+            lines.append(f"... {len(varied) - limit} more (-o json for all)")
+    return lines
 
 
 def inspect_text(result: PlacementResult) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gpushare.placement.framework import Rejection
 from gpushare.placement.model import Node, Semantics
@@ -115,3 +116,26 @@ class PlacementResult:
     warnings: list[str] = field(default_factory=list)
     #: kube-scheduler's scores chose the nodes (the open-source stack; ACK's node order is no score).
     scored: bool = False
+    #: With `place --runs K`: each pod's outcome over K more runs with the nodes listed in other orders and ties
+    #: broken at random (`Sampled`); 0 runs: none sampled.
+    sampled_runs: int = 0
+    sampled: list[Sampled] = field(default_factory=list)
+
+
+class Sampled(NamedTuple):
+    """One pod over sampled runs: the node the dry run gave it ("": pending there), in how many runs it landed
+    there, on another node, or stayed pending, and its likeliest outcome (the node most runs gave it, "": pending)
+    with how many runs gave it."""
+
+    namespace: str
+    name: str
+    node: str
+    same: int
+    elsewhere: int
+    pending: int
+    likely: str
+    likely_runs: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

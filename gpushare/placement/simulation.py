@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, NewType
 
 from gpushare import process
+from gpushare.domain import kubescheduler as ks
 from gpushare.domain import labels, products
 from gpushare.errors import InputError, listed
 from gpushare.kube import workloads
@@ -360,6 +361,7 @@ class Simulation:
             *quota_notes,
             *_preset(new, self.nodes, profile),
             *_never_bound(valid),
+            *_unknown_order(self.nodes, profile, bool(valid)),
             *_replay_gaps(new, self.nodes, node_order or {}),
             *_deviceless(self.nodes),
             *[
@@ -602,6 +604,20 @@ def _preset(new: Sequence[Pod], nodes: Sequence[Node], plugins: Profile) -> list
                 "(NVIDIA_VISIBLE_DEVICES=no-gpu-has-...-to-run)"
             )
     return notes
+
+
+def _unknown_order(nodes: Sequence[Node], profile: Profile, placing: bool) -> list[str]:
+    """Where kube-scheduler's search stops early and the minor lists nodes in an order no one can know: say so."""
+    scheduler = profile.scheduler
+    searched = ks.num_feasible_nodes_to_find(len(nodes), scheduler.percentage_of_nodes_to_score)
+    if not placing or not profile.scored or scheduler.lists_nodes_by_name or searched >= len(nodes):
+        return []
+    return [
+        f"kube-scheduler 1.{scheduler.minor} lists the {len(nodes)} nodes in an order that changes at every start of "
+        f"it (1.27-1.34 list them by name), and each search stops once {searched} nodes pass its filters: which "
+        "nodes a pod's search sees cannot be known. The dry run takes the input's order (TIED ~N: the nodes the "
+        "choice may be drawn from); --runs K samples other orders and says how often each pod lands as shown"
+    ]
 
 
 def _never_bound(pods: Sequence[Pod]) -> list[str]:
