@@ -1,8 +1,8 @@
 """A fleet question loads what it uses: `capacity` and `place` on a small fleet never load the chart generator, the
 settings model (pydantic), the templates (jinja2) or the fast readers (msgspec, rapidyaml: for Lists and large
-files; a table is printed without them); `capacity` loads the defragmentation only for pending pods and the pools' sizing only with --pool. Each
-command runs in a fresh interpreter, which then lists the modules it holds (their time is benchmarks/small_fleet.py's).
-"""
+files; a table is printed without them); `capacity` loads the defragmentation only for pending pods and the pools'
+sizing only with --pool. Each command runs in a fresh interpreter, which then lists the modules it holds (their
+time is benchmarks/small_fleet.py's)."""
 
 from __future__ import annotations
 
