@@ -29,6 +29,7 @@ bind or preemption is an event too, and the queue runs until no event moves a po
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
@@ -127,10 +128,13 @@ class _Queue:
         self.engine = engine
         self.retries = profile.retries_at_once
         self.liftable = profile.liftable
-        #: The pods that fit nowhere (the unschedulable pool), in the order they failed, each with its record.
-        self.waiting: list[tuple[Pod, Pending]] = []
-        #: Pods an event moved back, to retry.
-        self.moved: list[tuple[Pod, Pending]] = []
+        #: The pods that fit nowhere (the unschedulable pool), by key in the order they failed, each with its record;
+        #: and those of them a bind may help (`_liftable`), the few a bind's hints are asked about.
+        self.waiting: dict[str, tuple[Pod, Pending]] = {}
+        self.liftable_keys: dict[str, None] = {}
+        #: Pods an event moved back, to retry: a heap by priority, then the order they were moved.
+        self.moved: list[tuple[int, int, Pod]] = []
+        self.moves = 0
         self.attempt = attempt
         self.post_filter = profile.post_filter is not None
         # a run without PostFilter and without a pod whose bind fails pays nothing per attempt
@@ -158,7 +162,7 @@ class _Queue:
         if isinstance(outcome, Pending):
             self.result.pending.append(outcome)
             if not self._fixed(pod) and not outcome.error:
-                self.waiting.append((pod, outcome))
+                self._wait(pod, outcome)
         else:
             self.result.placements.append(outcome)
             self._bound(pod)
@@ -167,44 +171,59 @@ class _Queue:
     def drain(self) -> None:
         """Retry the pods moved back, highest priority first, until no event moves one."""
         while self.moved:
-            best = max(range(len(self.moved)), key=lambda i: (self.moved[i][0].priority, -i))
-            pod, _ = self.moved.pop(best)
+            _, _, pod = heapq.heappop(self.moved)
             outcome = self.cycle(pod)
             pending = self.result.pending
             # its record, by name: preemption may have replaced it (a nomination cleared)
             position = next(i for i, p in enumerate(pending) if p.namespace == pod.namespace and p.name == pod.name)
             if isinstance(outcome, Pending):
                 pending[position] = outcome
-                self.waiting.append((pod, outcome))
+                self._wait(pod, outcome)
             else:
                 del pending[position]
                 self.result.placements.append(outcome)
                 self._bound(pod)
             self._deleted()
 
-    def _move(self, worth: Callable[[Pod, Pending], bool]) -> None:
-        still: list[tuple[Pod, Pending]] = []
-        for pod, why in self.waiting:
-            (self.moved if worth(pod, why) else still).append((pod, why))
-        self.waiting = still
+    def _wait(self, pod: Pod, why: Pending) -> None:
+        self.waiting[pod.key] = (pod, why)
+        if _liftable(why, self.liftable):
+            self.liftable_keys[pod.key] = None
+
+    def _move(self, keys: list[str]) -> None:
+        for key in keys:
+            pod, _ = self.waiting.pop(key)
+            self.liftable_keys.pop(key, None)
+            self.moves += 1
+            heapq.heappush(self.moved, (-pod.priority, self.moves, pod))
 
     def _bound(self, pod: Pod) -> None:
-        """From 1.33, the waiting pods a plugin's queueing hint says `pod`'s bind may help."""
-        if self.retries and self.waiting:
-            self._move(lambda w, why: _liftable(why, self.liftable) and worth_retrying(self.profile, w, why, pod))
+        """From 1.33, the waiting pods a plugin's queueing hint says `pod`'s bind may help (among those a bind may
+        help at all: a fleet's pending tail rejected for room is not asked at every bind)."""
+        if self.retries and self.liftable_keys:
+            waiting = self.waiting
+            self._move([k for k in self.liftable_keys if worth_retrying(self.profile, *waiting[k], pod)])
 
     def _deleted(self) -> None:
         """The waiting pods that the victims' deletion in the last cycle may let bind: those now passing the filters
-        on a node where victims were deleted (the nominated preemptor counted), or whose search was cut."""
+        on a node where victims were deleted (the nominated preemptor counted), or whose search was cut. Pods alike
+        (the same fit and priority, no rule between pods) are asked once."""
         freed = self.preemption.take_freed()
         if not freed or not self.waiting:
             return
         profile, nodes = self.profile, self.nodes
+        known: dict[tuple[object, ...], bool] = {}
 
         def helped(pod: Pod, why: Pending) -> bool:
             if why.unfiltered > 0:
                 return True
             cycle = cycle_for(profile, nodes, pod)
-            return any(profile.rejection(node, pod, cycle) is None for node in freed)
+            alike = (pod.fit_key, pod.priority) if cycle is None else None
+            if alike is not None and alike in known:
+                return known[alike]
+            fits = any(profile.rejection(node, pod, cycle) is None for node in freed)
+            if alike is not None:
+                known[alike] = fits
+            return fits
 
-        self._move(helped)
+        self._move([key for key, (pod, why) in self.waiting.items() if helped(pod, why)])
