@@ -4,8 +4,7 @@ an uncompiled module cost it a Python call each."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpushare.errors import not_allowed
 
@@ -20,8 +19,7 @@ def sequence(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """Why an object cannot be taken as it is: the rule it breaks, the field, the value and what is allowed."""
 
     rule: str

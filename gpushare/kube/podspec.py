@@ -46,8 +46,7 @@ class SelectorError(ValueError):
     """A selector Kubernetes would refuse: the message says what is wrong."""
 
 
-@dataclass(frozen=True)
-class LabelRequirement:
+class LabelRequirement(NamedTuple):
     key: str
     operator: str  # In, NotIn, Exists, DoesNotExist
     values: frozenset[str] = frozenset()
@@ -63,8 +62,7 @@ class LabelRequirement:
         return not present  # DoesNotExist
 
 
-@dataclass(frozen=True)
-class LabelSelector:
+class LabelSelector(NamedTuple):
     """A conjunction of requirements; `nothing` marks the selector that matches no object (a nil selector)."""
 
     requirements: tuple[LabelRequirement, ...] = ()
@@ -172,8 +170,7 @@ def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class Requirement:
+class Requirement(NamedTuple):
     """One node-selector requirement (matchExpressions or matchFields)."""
 
     key: str
@@ -186,8 +183,7 @@ class Requirement:
 NO_NODE: tuple[tuple[Requirement, ...], ...] = ((Requirement("metadata.name", "In", (), field=True),),)
 
 
-@dataclass(frozen=True)
-class SpreadConstraint:
+class SpreadConstraint(NamedTuple):
     """One topology spread constraint: pods matching `selector` in the pod's namespace, counted per topology domain."""
 
     topology_key: str
@@ -198,8 +194,7 @@ class SpreadConstraint:
     min_domains: int = 1  # a hard constraint with fewer eligible domains counts the missing ones as empty
 
 
-@dataclass(frozen=True)
-class AffinityTerm:
+class AffinityTerm(NamedTuple):
     """A pod (anti-)affinity term: pods its selector matches, in its namespaces, share a topology domain."""
 
     selector: LabelSelector
@@ -214,8 +209,7 @@ class AffinityTerm:
         return in_namespace and self.selector.matches(pod_labels)
 
 
-@dataclass(frozen=True)
-class PodAffinity:
+class PodAffinity(NamedTuple):
     required: tuple[AffinityTerm, ...] = ()
     required_anti: tuple[AffinityTerm, ...] = ()
     preferred: tuple[tuple[int, AffinityTerm], ...] = ()
@@ -455,8 +449,7 @@ def _with_overhead(
 # --- where it may run --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Constraints:
+class Constraints(NamedTuple):
     """The pod's scheduling constraints as the modelled kube-scheduler reads them."""
 
     node_selector: tuple[tuple[str, str], ...] = ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpushare.domain import labels
 from gpushare.kube import podspec
@@ -182,8 +182,7 @@ def _controller(meta: dict[str, Any]) -> tuple[str, str, str, str] | None:
     return None
 
 
-@dataclass(frozen=True)
-class Unnamed:
+class Unnamed(NamedTuple):
     """A workload `place` and `validate` cannot tell from another: one without a name, or a second object of one
     kind, namespace and name (kubectl would apply it over the first). `first` is where the first one is."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from mypy_extensions import mypyc_attr
 
@@ -30,8 +30,7 @@ GROUPED = "grouped"
 SPREAD = "spread"
 
 
-@dataclass(frozen=True)
-class Rejection:
+class Rejection(NamedTuple):
     """A node a pod does not fit: the filter plugin that said so, and its reasons."""
 
     plugin: str
@@ -233,15 +232,13 @@ def choose(
 # --- PostFilter ---------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     node: Node
     victims: tuple[Pod, ...]  # in the order they were found: budget violators first, each group most important first
     violations: int  # victims whose deletion goes past a PodDisruptionBudget
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What PostFilter did for a pod that fits no node."""
 
     chosen: Candidate | None

@@ -40,7 +40,7 @@ def invalid_reason(view: Workload, plugins: Profile) -> str | None:
     """The first problem the profile refuses, in the words and with the rule ID `gpushare validate` uses."""
     for problem in view.problems:
         if problem.rule in plugins.refuses:
-            return replace(problem, field=view.located(problem.field)).message
+            return problem._replace(field=view.located(problem.field)).message
     return None
 
 

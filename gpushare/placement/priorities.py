@@ -10,8 +10,7 @@ class the inputs do not hold keeps priority 0 and the run says so, since the dry
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
@@ -24,16 +23,14 @@ NEVER = "Never"
 SYSTEM_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 
-@dataclass(frozen=True)
-class PriorityClass:
+class PriorityClass(NamedTuple):
     name: str
     value: int
     global_default: bool = False
     preempts: bool = True  # preemptionPolicy is not Never
 
 
-@dataclass(frozen=True)
-class Priority:
+class Priority(NamedTuple):
     """What admission gives a pod, and a note when the class it names is not among the inputs."""
 
     value: int
@@ -83,8 +80,7 @@ def admitted(spec: Mapping[str, Any], classes: Mapping[str, PriorityClass], runn
     return Priority(given or 0, own_policy != NEVER)
 
 
-@dataclass(frozen=True)
-class DisruptionBudget:
+class DisruptionBudget(NamedTuple):
     """A PodDisruptionBudget as preemption reads it (filterPodsWithPDBViolation): its selector, how many more pods
     it allows to go (status.disruptionsAllowed), and the pods already counted as going (status.disruptedPods)."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpushare.domain import kubescheduler as ks
 from gpushare.placement import framework
@@ -52,8 +52,7 @@ def search_order(nodes: Sequence[Node]) -> list[Node]:
     return [members[i] for i in range(max(map(len, lists), default=0)) for members in lists if i < len(members)]
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
     """One pod's filtering: the nodes that passed the filters and the extender, those the framework's filters or
     the extender rejected (in search order), and whether every node was filtered."""
 
@@ -201,8 +200,7 @@ class Sampler:
         return None if statuses is None else sum(statuses)
 
 
-@dataclass(frozen=True)
-class Cut:
+class Cut(NamedTuple):
     """A pending pod's cut search, found over arrays (`searchindex`): where it started, and how many nodes' statuses
     were UnschedulableAndUnresolvable (never filtered ones included, from 1.28)."""
 

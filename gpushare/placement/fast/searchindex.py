@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol, TypeAlias
+from typing import NamedTuple, Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -47,8 +46,7 @@ _MOST = np.iinfo(np.int64).max
 Mask: TypeAlias = npt.NDArray[np.bool_]
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(NamedTuple):
     """One pod's search: the positions it filtered (one range, or two where it went round the end), how many it
     went through, and the framework-feasible nodes of the fleet."""
 
