@@ -42,12 +42,9 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help="a Pod or a Deployment, StatefulSet, ReplicaSet or Job whose replicas to add (repeatable; each "
         "template is asked alone, after the pending workloads)",
     )
-    p.add_argument(
-        "--runs",
-        type=whole("--runs", 0, 1000),
-        default=0,
-        metavar="K",
-        help="also place each template's replicas K times with random tie-breaks, as kube-scheduler picks among "
+    fleet.add_runs(
+        p,
+        "also place each template's replicas K times with random tie-breaks, as kube-scheduler picks among "
         "nodes tied on score, node by node (slower), and show the least and most that fit (upstream semantics; "
         "ACK's node order has no ties)",
     )

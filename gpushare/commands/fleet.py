@@ -259,3 +259,8 @@ def scheduler_profile(
         minor = MINORS[-1]
     chosen = choose_api(api, minor, "--scheduler-config-api") if api else default_api(minor)
     return scoring_profile(minor, chosen), notes
+
+
+def add_runs(p: argparse.ArgumentParser, help_text: str) -> None:
+    """`--runs K`: the sampled runs `place` and `capacity` add (their help says what each samples)."""
+    p.add_argument("--runs", type=whole("--runs", 0, 1000), default=0, metavar="K", help=help_text)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare.commands import fleet
-from gpushare.commands.arguments import whole
 from gpushare.domain.labels import PLACEMENTS
 from gpushare.domain.products import MIB_PER_UNIT
 from gpushare.errors import InputError
@@ -71,12 +70,9 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         "arriving one by one in the files' order; together: every pod (a backlog, kube-scheduler down); arrival: "
         "every pod in the files' order",
     )
-    p.add_argument(
-        "--runs",
-        type=whole("--runs", 0, 1000),
-        default=0,
-        metavar="K",
-        help="also place the pods K more times with the nodes listed in random orders (as kube-scheduler before "
+    fleet.add_runs(
+        p,
+        "also place the pods K more times with the nodes listed in random orders (as kube-scheduler before "
         "1.27 and from 1.35 lists them after each start) and ties broken at random, and say how often each pod "
         "landed where the dry run put it (upstream semantics; slower)",
     )
