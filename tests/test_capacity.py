@@ -116,6 +116,16 @@ def test_capacity_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         (node("x", 1, 1), "a Pod or the pod template of a Deployment"),
         ({**deployment("web", 5, 1), "kind": "DaemonSet"}, "a Pod or the pod template of a Deployment"),
         (deployment("half", 0, 1), "a valid pod: resources.limits.aliyun.com/gpu-mem: 0"),
+        (
+            # on ACK the extender serves default-scheduler's pods: another's replicas never reach it
+            {
+                "kind": "Pod",
+                "metadata": {"name": "other"},
+                "spec": pod_spec(5) | {"schedulerName": "gpushare-scheduler"},
+            },
+            "--template Pod default/other spec.schedulerName: 'gpushare-scheduler' is not allowed; expected "
+            "default-scheduler",
+        ),
     ],
 )
 def test_a_template_that_cannot_be_asked_is_refused(

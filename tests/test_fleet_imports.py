@@ -1,7 +1,8 @@
 """A fleet question loads what it uses: `capacity` and `place` on a small fleet never load the chart generator, the
 settings model (pydantic), the templates (jinja2) or the fast readers (msgspec, rapidyaml: for Lists and large
 files; a table is printed without them); `capacity` loads the defragmentation only for pending pods and the pools'
-sizing only with --pool. Each command runs in a fresh interpreter, which then lists the modules it holds (their
+sizing only with --pool; a small fleet is answered by the reference engine, without numpy, a larger one by the fast
+engine (`choose_engine`). Each command runs in a fresh interpreter, which then lists the modules it holds (their
 time is benchmarks/small_fleet.py's)."""
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from gpushare.placement.simulation import SMALL_WORK
 
 NEVER = ("pydantic", "jinja2", "gpushare.generate", "gpushare.settings", "msgspec", "ryml", "kubernetes")
 PROBE = """
@@ -67,5 +70,39 @@ def test_pending_pods_and_pools_load_what_answers_them(fleet: Path) -> None:
 def test_place_loads_no_planner(fleet: Path) -> None:
     modules = loaded(fleet, "place", "--nodes", "nodes.yaml", "pending.yaml")  # (-o json encodes with msgspec)
     assert not _never(modules)
-    assert "gpushare.placement.fast.engine" in modules
+    assert "gpushare.placement.reference" in modules and "gpushare.placement.fast.engine" not in modules
+    assert "numpy" not in modules
     assert not any(m.startswith("gpushare.planner.") for m in modules)
+
+
+def test_a_larger_fleet_runs_the_fast_engine(fleet: Path) -> None:
+    """20 nodes x 900 replicas: past SMALL_WORK, where loading numpy costs less than the pods node by node."""
+    template = yaml.safe_load((fleet / "template.yaml").read_text())
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "many"},
+        "spec": {"replicas": 900, "template": {"spec": template["spec"]}},
+    }
+    nodes = list(yaml.safe_load_all((fleet / "nodes.yaml").read_text()))
+    more = [n | {"metadata": {"name": f"m{i}"}} for i, n in enumerate(nodes * 2)][:12]
+    (fleet / "nodes.yaml").write_text(yaml.safe_dump_all(nodes + more))
+    (fleet / "many.yaml").write_text(yaml.safe_dump(deployment))
+    assert len(nodes + more) * 900 > SMALL_WORK
+    modules = loaded(fleet, "place", "-q", "--nodes", "nodes.yaml", "many.yaml")
+    assert "gpushare.placement.fast.engine" in modules and "numpy" in modules
+
+
+def test_auto_follows_the_work_given_to_the_reference_engine() -> None:
+    """A fresh process: small runs go node by node until their work adds up to SMALL_WORK; numpy loaded by the
+    caller sends every run to the fast engine."""
+    probe = (
+        "from gpushare.placement.simulation import SMALL_WORK, choose_engine\n"
+        "half = SMALL_WORK // 2\n"
+        "picked = [choose_engine(half, 1), choose_engine(half, 1), choose_engine(1, 1)]\n"
+        "import numpy\n"
+        "picked.append(choose_engine(0, 0))\n"
+        "print(picked)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "['reference', 'reference', 'fast', 'fast']"

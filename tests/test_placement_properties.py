@@ -112,6 +112,7 @@ def test_fast_engine_equals_reference(case: dict[str, Any]) -> None:
         case["pods"],
         existing=case["existing"],
         semantics=semantics,
+        engine="fast",
         node_order=case["node_order"],
         input_unit=case["input_unit"],
     )

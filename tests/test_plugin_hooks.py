@@ -85,12 +85,13 @@ def test_the_toy_decides_where_a_pod_lands_in_both_engines() -> None:
 def test_explain_says_which_score_plugin_no_index_holds() -> None:
     nodes, pods = _nodes(3), [_pod("p"), _pod("q")]
     said = "score plugin ToyScore declares no hook for the fast path's score index"
-    unindexed = Simulation.of(nodes, pods, semantics=UPSTREAM, profile=_with(Toy(), 1, UPSTREAM)).run(explain=True)
+    toy = _with(Toy(), 1, UPSTREAM)
+    unindexed = Simulation.of(nodes, pods, semantics=UPSTREAM, profile=toy).run(engine="fast", explain=True)
     assert any(said in w for w in unindexed.warnings)
     indexed = Simulation.of(nodes, pods, semantics=UPSTREAM, profile=_with(IndexedToy(), 1, UPSTREAM))
-    assert not any("declares no hook" in w for w in indexed.run(explain=True).warnings)
+    assert not any("declares no hook" in w for w in indexed.run(engine="fast", explain=True).warnings)
     quiet = Simulation.of(nodes, pods, semantics=UPSTREAM, profile=_with(Toy(), 1, UPSTREAM))
-    assert not any("declares no hook" in w for w in quiet.run().warnings)  # said under --explain only
+    assert not any("declares no hook" in w for w in quiet.run(engine="fast").warnings)  # said under --explain only
 
 
 @SETTINGS

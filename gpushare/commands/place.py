@@ -76,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         "1.27 and from 1.35 lists them after each start) and ties broken at random, and say how often each pod "
         "landed where the dry run put it (upstream semantics; slower)",
     )
-    p.add_argument("--engine", choices=("fast", "reference"), default="fast", help=argparse.SUPPRESS)
+    p.add_argument("--engine", choices=("auto", "fast", "reference"), default="auto", help=argparse.SUPPRESS)
 
 
 def main(args: argparse.Namespace) -> int:

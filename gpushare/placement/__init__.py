@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from gpushare import helptext
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.minors import scoring_profile
-from gpushare.placement.fast import engine as _engine
+from gpushare.placement import framework as _framework
 from gpushare.placement.framework import GROUPED, LOCAL, SPREAD, USAGE, Plugin, Rejection
 from gpushare.placement.inputs import MAX_PODS
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, SemanticsName
@@ -117,7 +117,7 @@ globals().update({name: helptext.restored(globals()[name]) for name in __all__ i
 def compiled() -> bool:
     """Whether the engine runs compiled by mypyc (a wheel built where a C compiler worked; see setup.py) or as
     Python source (an editable install, or no compiler): the same results, two to four times the speed compiled."""
-    return not str(_engine.__file__).endswith(".py")
+    return not str(_framework.__file__).endswith(".py")
 
 
 def engine_build() -> str:

@@ -7,8 +7,8 @@ A simulation is built from Kubernetes objects or files (`Simulation.of`, `Simula
 the nodes, the pods running on them, the pods to place, and the semantics (which plugins, which minor). Then:
 
 - `run` charges the running pods to their nodes and sends the pending ones through the scheduling queue (`queue`),
-  as kube-scheduler would, one engine or the other (`fast`, `reference`); `schedule` sends more pods through it
-  on the state as it stands.
+  as kube-scheduler would, one engine or the other (`fast`, `reference`; `auto` picks, `choose_engine`);
+  `schedule` sends more pods through it on the state as it stands.
 - `fits` runs one pod's filters on one node, each plugin's status and kube-scheduler's words; `eligible`, `devices`.
 - `bind`, `unbind` and `evict` change one pod's place, through the profile's device choice; `mark` and `rollback`
   undo them (and whatever ran in between), `replay` rolls back and schedules again.
@@ -19,6 +19,7 @@ the nodes, the pods running on them, the pods to place, and the semantics (which
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, NewType
@@ -31,7 +32,6 @@ from gpushare.kube import workloads
 from gpushare.kube.documents import Objects, Source, from_objects, read_documents
 from gpushare.kube.nodes import NodeInfo
 from gpushare.placement import admission, pluginsets, reference
-from gpushare.placement.fast import engine as fast_engine
 from gpushare.placement.framework import Cycle, Rejection
 from gpushare.placement.inputs import Inventory, build, replica
 from gpushare.placement.model import Entry, Node, Pod, Semantics, with_changes
@@ -42,7 +42,13 @@ from gpushare.policy.engine import ClusterFacts, Subject, evaluate
 from gpushare.policy.rules import nodes as nodes_rules
 from gpushare.progress import progress
 
-EngineName = Literal["fast", "reference"]
+EngineName = Literal["auto", "fast", "reference"]
+#: Pods x nodes a process hands the reference engine before `auto` turns to the fast one: about the work the
+#: reference engine does (compiled build: 4-5 us per pod and node more than the fast one) in the time loading numpy
+#: for the fast engine's indexes takes (80-100 ms). Below it a small fleet's answer loads no numpy at all.
+SMALL_WORK = 16_384
+#: The pods x nodes given to the reference engine so far (`choose_engine`).
+_reference_work = [0]
 #: A point in a simulation's history to roll back to (`Simulation.mark`).
 Mark = NewType("Mark", int)
 #: The node rules read a modelled node's name and labels only: they need no document behind it.
@@ -271,7 +277,7 @@ class Simulation:
     def run(
         self,
         *,
-        engine: EngineName = "fast",
+        engine: EngineName = "auto",
         node_order: Mapping[str, str] | None = None,
         explain: bool = False,
         show_progress: bool = False,
@@ -298,7 +304,7 @@ class Simulation:
         return result
 
     def schedule(
-        self, pods: Sequence[Pod], *, engine: EngineName = "fast", explain: bool = False, draws: bool = True
+        self, pods: Sequence[Pod], *, engine: EngineName = "auto", explain: bool = False, draws: bool = True
     ) -> PlacementResult:
         """More pods through the queue, on the state as it stands (the running pods charged first): a template's
         replicas after the fleet's own pods."""
@@ -323,9 +329,6 @@ class Simulation:
         queue: QueueMode = "auto",
     ) -> PlacementResult:
         profile = self.profile
-        if profile.pick is not None:  # the fast engine's indexes keep the repeatable tie-break: a sample goes node
-            engine = "reference"  # by node
-        runner = fast_engine.place if engine == "fast" else reference.place
         served = self.semantics.served_scheduler
         refused, quota_notes = admission.admit(quotas, self.running, [p for p in new if not p.invalid])
         never_created = {id(r.pod) for r in refused}
@@ -337,6 +340,16 @@ class Simulation:
             and id(p) not in never_created
             and (p.scheduler_name == served or not p.wants_gpu or p.node is not None)
         ]
+        if profile.pick is not None:  # the fast engine's indexes keep the repeatable tie-break: a sample goes node
+            engine = "reference"  # by node
+        elif engine == "auto":
+            engine = choose_engine(len(valid), len(self.nodes))
+        if engine == "fast":
+            from gpushare.placement.fast import engine as fast_engine  # numpy: loaded only for the fast engine
+
+            runner = fast_engine.place
+        else:
+            runner = reference.place
         with process.paused(), progress(len(valid), "pods", show_progress) as tick:
             result = runner(
                 self.nodes, valid, profile, dict(node_order or {}), explain, tick, self.inventory.budgets, draws, queue
@@ -648,6 +661,19 @@ def _replay_gaps(new: Sequence[Pod], nodes: Sequence[Node], order: Mapping[str, 
     return gaps
 
 
+def choose_engine(pods: int, nodes: int) -> EngineName:
+    """The engine `auto` runs: both give the same answer (tests/test_placement_properties.py holds it), so only
+    time decides. The fast engine's indexes need numpy, whose loading costs more than a small fleet's whole answer
+    node by node; so the reference engine takes runs while the process has not loaded numpy and their pods x nodes,
+    added up, stay within SMALL_WORK. Past that, or once numpy is in (a larger run, or the caller's own), the fast
+    one: a process of many small runs (a planner's) pays at most about twice what knowing its future would."""
+    work = pods * nodes
+    if "numpy" in sys.modules or _reference_work[0] + work > SMALL_WORK:
+        return "fast"
+    _reference_work[0] += work
+    return "reference"
+
+
 def refuse_unsupported_unit(nodes: Iterable[Node], semantics: Semantics) -> None:
     """The dry run refuses what `validate` reports on the same nodes: the node rule on the unit (GN309), run by the
     rules engine with --gpu-memory-unit as the unit, so `place` cannot drift from the rule. One refusal names the
@@ -681,7 +707,7 @@ def place(
     *,
     existing: Objects = (),
     semantics: Semantics | None = None,
-    engine: EngineName = "fast",
+    engine: EngineName = "auto",
     node_order: Mapping[str, str] | None = None,
     input_unit: str | None = None,
     explain: bool = False,
@@ -704,7 +730,7 @@ def place_files(
     *,
     semantics: Semantics | None = None,
     input_unit: str | None = None,
-    engine: EngineName = "fast",
+    engine: EngineName = "auto",
     node_order: Mapping[str, str] | None = None,
     explain: bool = False,
     show_progress: bool = False,
