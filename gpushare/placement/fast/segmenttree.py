@@ -15,8 +15,10 @@ Key = tuple[Any, ...]
 class CapacityIndex:
     """Nodes by capacity value (0..limit), each capacity's nodes sorted by key; yields keys best-first for cap >= r.
 
-    A segment tree over capacities holds each segment's best key. One index serves one kind of pod (for ack: node
-    class, GPU count `m`, cpu, memory and other requests; `kind` is its GPU kind).
+    A segment tree over capacities holds each segment's best key, kept sparse (a dict of the segments that hold a
+    node): its size grows with the nodes and the log of the largest capacity, not with the capacity, so a GPU of a
+    million units costs what one of 16 does. One index serves one kind of pod (for ack: node class, GPU count `m`,
+    cpu, memory and other requests; `kind` is its GPU kind).
 
     Each capacity's keys are a plain sorted list, as `scoreindex.Group`'s are: a leaf holds at most the fleet's
     nodes, and at that size `insort` and `del` (one memmove in C) cost less than a balanced structure's Python
@@ -26,22 +28,28 @@ class CapacityIndex:
     def __init__(self, limit: int, m: int = 1, kind: str = "") -> None:
         self.size = 1 << max(1, (limit + 1).bit_length())
         self.leaves: dict[int, list[Key]] = {}
-        self.best: list[Key | None] = [None] * (2 * self.size)
+        self.best: dict[int, Key] = {}
         self.m = m
         self.kind = kind
 
     def _refresh(self, cap: int) -> None:
         leaf = self.leaves.get(cap)
         i = cap + self.size
-        self.best[i] = leaf[0] if leaf else None
-        i >>= 1
         best = self.best
+        if leaf:
+            best[i] = leaf[0]
+        else:
+            best.pop(i, None)
+        i >>= 1
         while i:
-            a, b = best[2 * i], best[2 * i + 1]
+            a, b = best.get(2 * i), best.get(2 * i + 1)
             better = a if b is None or (a is not None and a < b) else b
-            if better == best[i]:  # the segments above are made of this one's best: they stand
+            if better == best.get(i):  # the segments above are made of this one's best: they stand
                 break
-            best[i] = better
+            if better is None:
+                del best[i]
+            else:
+                best[i] = better
             i >>= 1
 
     def add(self, cap: int, key: Key) -> None:
@@ -63,19 +71,19 @@ class CapacityIndex:
         """The best (smallest) key among nodes with capacity >= low: the least of the segments covering [low, size)."""
         size, best = self.size, self.best
         if low <= 0:
-            return best[1]
+            return best.get(1)
         if low >= size:
             return None
         found = None
         lo, hi = low + size, 2 * size - 1
         while lo <= hi:
             if lo & 1:
-                value = best[lo]
+                value = best.get(lo)
                 if value is not None and (found is None or value < found):
                     found = value
                 lo += 1
             if not hi & 1:
-                value = best[hi]
+                value = best.get(hi)
                 if value is not None and (found is None or value < found):
                     found = value
                 hi -= 1
@@ -88,16 +96,17 @@ class CapacityIndex:
         size = self.size
         if low >= size:
             return
+        best = self.best
         heap: list[tuple[Key, int, int]] = []
         lo, hi = low + size, 2 * size - 1
         while lo <= hi:  # canonical cover of [low, size-1]
             if lo & 1:
-                if self.best[lo] is not None:
-                    heap.append((self.best[lo], lo, -1))  # type: ignore[arg-type]
+                if lo in best:
+                    heap.append((best[lo], lo, -1))
                 lo += 1
             if not hi & 1:
-                if self.best[hi] is not None:
-                    heap.append((self.best[hi], hi, -1))  # type: ignore[arg-type]
+                if hi in best:
+                    heap.append((best[hi], hi, -1))
                 hi -= 1
             lo >>= 1
             hi >>= 1
@@ -112,5 +121,5 @@ class CapacityIndex:
                     heapq.heappush(heap, (leaf[pos + 1], seg, pos))
                 continue
             for child in (2 * seg, 2 * seg + 1):
-                if self.best[child] is not None:
-                    heapq.heappush(heap, (self.best[child], child, -1))  # type: ignore[misc]
+                if child in best:
+                    heapq.heappush(heap, (best[child], child, -1))
