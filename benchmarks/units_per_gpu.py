@@ -112,9 +112,8 @@ def main() -> int:
     for i, (name, seconds, memory, answers) in enumerate(rows):
         ratio, mem_ratio = seconds / base_time, memory / base_memory
         verdict = "" if i == 0 else ("<= 2x" if max(ratio, mem_ratio) <= TARGET else "> 2x")
-        print(
-            f"{name:<22} {seconds:>9.2f} {ratio:>6.2f} {memory:>9.0f} {mem_ratio:>6.2f} {'/'.join(answers):>6} {verdict}"
-        )
+        more = "/".join(sorted(answers))
+        print(f"{name:<22} {seconds:>9.2f} {ratio:>6.2f} {memory:>9.0f} {mem_ratio:>6.2f} {more:>6} {verdict}")
     return 0
 
 
