@@ -113,9 +113,16 @@ def test_capacity_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize(
     ("template", "said"),
     [
-        (node("x", 1, 1), "a Pod or the pod template of a Deployment"),
-        ({**deployment("web", 5, 1), "kind": "DaemonSet"}, "a Pod or the pod template of a Deployment"),
-        (deployment("half", 0, 1), "a valid pod: resources.limits.aliyun.com/gpu-mem: 0"),
+        (node("x", 1, 1), "--template kind: 'Node' is not allowed; expected a Pod or the pod template of a Deployment"),
+        (
+            {**deployment("web", 5, 1), "kind": "DaemonSet"},
+            "--template kind: 'DaemonSet' is not allowed; expected a Pod or the pod template of a Deployment",
+        ),
+        (
+            deployment("half", 0, 1),
+            "--template Deployment ml/half resources.limits.aliyun.com/gpu-mem: 0 is not allowed; expected an amount "
+            "above 0",
+        ),
         (
             # on ACK the extender serves default-scheduler's pods: another's replicas never reach it
             {
@@ -267,8 +274,11 @@ def test_runs_in_the_table_and_refused_out_of_range(tmp_path: Path, capsys: pyte
     assert out.splitlines()[1].split()[:2] == ["Deployment/ml/serve", "2"] and "(2-4)" in out
     assert "over 5 runs with random tie-breaks" in out
     (tmp_path / "one.yaml").write_text(yaml.safe_dump(nodes[0]))  # one node: no tie, every run agrees
-    assert main([*args[:2], str(tmp_path / "one.yaml"), *args[3:], "--runs", "3"]) == 0
-    more = capsys.readouterr().out.splitlines()[1].split()[1:3]
+    # its GPUs hold 16, the template asks 18 on one: validate's GW207, and exit 1 with the answer
+    assert main([*args[:2], str(tmp_path / "one.yaml"), *args[3:], "--runs", "3"]) == 1
+    out = capsys.readouterr().out
+    assert "Deployment/ml/serve\n  error   GW207" in out
+    more = out.splitlines()[1].split()[1:3]
     assert more == [more[0], f"({more[0]}-{more[0]})"]  # the range said as a range, though one number
     for bad in ("1001", "1e3", "\u00b2"):  # too many, not written whole, a digit int() refuses
         with pytest.raises(SystemExit) as exited:

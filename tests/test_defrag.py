@@ -167,8 +167,10 @@ def hand_fleet(tmp_path: Path) -> list[str]:
 
 
 def test_hand_fleet_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["capacity", *hand_fleet(tmp_path), "--scheduler-name", SCHEDULER]) == 0
+    # r asks more than any GPU of the fleet holds: validate's error (GW207), and capacity's exit 1
+    assert main(["capacity", *hand_fleet(tmp_path), "--scheduler-name", SCHEDULER]) == 1
     out = capsys.readouterr().out
+    assert "Pod/ml/r\n  error   GW207  resources.limits.aliyun.com/gpu-mem: 20: expected at most 16 per GPU" in out
     assert "ml/p         12       22    10            1      move ml/c from n1 GPU 0 to n0 GPU 0" in out
     assert "no GPU of 20 units on a node it may use, even empty" in out
     assert "  1. move ml/c from n1 GPU 0 to n0 GPU 0 (for ml/p): ml/p binds on n1" in out
@@ -176,9 +178,10 @@ def test_hand_fleet_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_hand_fleet_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["capacity", *hand_fleet(tmp_path), "--scheduler-name", SCHEDULER, "-o", "json"]) == 0
+    assert main(["capacity", *hand_fleet(tmp_path), "--scheduler-name", SCHEDULER, "-o", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     REPORT.validate(doc)
+    assert [(f["rule"], f["object"]) for f in doc["findings"]] == [("GW207", "Pod/ml/r")]
     p, q, r = doc["pending"]
     # each asked alone, on the fleet as it is: q would take the same move
     assert q["fits_after_moves"] and q["moves"] == [{**p["moves"][0], "for": "ml/q"}]
@@ -198,8 +201,8 @@ def test_hand_fleet_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 def test_max_moves_zero_measures_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (
-        main(["capacity", *hand_fleet(tmp_path), "--scheduler-name", SCHEDULER, "--max-moves", "0", "-o", "json"]) == 0
-    )
+        main(["capacity", *hand_fleet(tmp_path), "--scheduler-name", SCHEDULER, "--max-moves", "0", "-o", "json"]) == 1
+    )  # r's GW207, as in test_hand_fleet_table
     doc = json.loads(capsys.readouterr().out)
     assert doc["defrag"]["steps"] == [] and all(not p["fits_after_moves"] for p in doc["pending"])
     assert doc["pending"][0]["largest_free"] == 10
@@ -232,7 +235,7 @@ def test_the_readmes_example_is_what_the_command_prints(
     command, printed = block.split("\n", 1)
     hand_fleet(tmp_path)
     monkeypatch.chdir(tmp_path)
-    assert main(command.split()[2:]) == 0
+    assert main(command.split()[2:]) == 1  # r's GW207
     assert capsys.readouterr().out == printed
 
 
@@ -250,7 +253,7 @@ def test_make_room_from_python(tmp_path: Path) -> None:
 
 def test_the_picture_of_fragmentation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     picture = tmp_path / "capacity.svg"
-    assert main(["capacity", *hand_fleet(tmp_path), "--plot", str(picture)]) == 0
+    assert main(["capacity", *hand_fleet(tmp_path), "--plot", str(picture)]) == 1  # r's GW207
     text = picture.read_text()
     assert "Free memory per GPU (unit 1GiB): usable by a 12-unit request, or stranded" in text
     assert f"wrote {picture}" in capsys.readouterr().err

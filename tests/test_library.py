@@ -102,7 +102,8 @@ def test_the_readmes_python_example_runs(tmp_path: Any, monkeypatch: pytest.Monk
     out = capsys.readouterr().out
     assert (
         "GW201" in out
+        and "objects[0] GW214 spec.schedulerName: 'gpushare-scheduler'" in out  # the command's default: ack's
         and "default/a n1" in out
-        and "default/c default-scheduler" in out
+        and "[] ['default/c']" in out
         and (tmp_path / "out" / "manifests.yaml").is_file()
     )

@@ -34,6 +34,8 @@ def node(name: str, gpus: int, per_gpu: int, mode: str | None = "share", ip: str
         "memory": "128Gi",
         "pods": "110",
     }
+    if mode == "core_mem":  # as ACK's device plugin reports a core_mem node (GN303)
+        capacity["aliyun.com/gpu-core.percentage"] = str(100 * gpus)
     labels = {"ack.node.gpu.schedule": mode} if mode else {}
     return {
         "apiVersion": "v1",
@@ -105,7 +107,7 @@ def test_json_report(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "-o",
         "json",
     )
-    assert code == 0
+    assert code == 1  # big asks 16 on one GPU, the fleet's hold 15: GW207
     report = json.loads(out)
     assert not list(REPORT.iter_errors(report))
     # binpack: GPU1 of node a already holds 6 of 15, so the first replica fits there best (9 left >= 5);
@@ -329,7 +331,7 @@ def test_compare_side_by_side(fleet: Path, capsys: pytest.CaptureFixture[str]) -
     ]
     code, out, _ = run(capsys, *placements, "--compare", "scheduling-unit=1GiB,128MiB", "-o", "json")
     doc = json.loads(out)
-    assert code == 0 and not list(COMPARISON.iter_errors(doc))
+    assert code == 1 and not list(COMPARISON.iter_errors(doc))
     by = {v["variant"]: v["summary"] for v in doc["variants"]}
     assert set(by) == {
         "placement=binpack,scheduling-unit=1GiB",
@@ -347,7 +349,7 @@ def test_compare_side_by_side(fleet: Path, capsys: pytest.CaptureFixture[str]) -
     code, out, _ = run(capsys, *placements, "--compare", "scheduling-unit=1GiB,128MiB")
     assert "the files' numbers are in 1GiB (--gpu-memory-unit); each variant converts them" in out
     code, out, _ = run(capsys, *placements)
-    assert code == 0 and out.splitlines()[0].split()[:3] == ["VARIANT", "PLACED", "PENDING"]
+    assert code == 1 and out.splitlines()[0].split()[:3] == ["VARIANT", "PLACED", "PENDING"]
     assert "--gpu-memory-unit" not in out  # nothing converted, nothing said
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
     assert rows["placement=spread"][4] == "3/3"  # GPUS TOUCHED, as in the JSON (unit 1GiB)
@@ -362,7 +364,7 @@ def test_plot(fleet: Path, capsys: pytest.CaptureFixture[str], suffix: str) -> N
         capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"), "--plot", str(target)
     )
     assert (
-        code == 0
+        code == 1
         and re.fullmatch(rf"gpushare: wrote {re.escape(str(target))} \(\d+ GPU nodes\)\n", err)
         and "placed" in out
     )
@@ -382,13 +384,13 @@ def test_plot_never_overwrites_a_file_gpushare_did_not_write(
 
     target = fleet / f"p.{suffix}"
     args = ["place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"), "--plot", str(target)]
-    assert run(capsys, *args)[0] == 0
+    assert run(capsys, *args)[0] == 1  # big's GW207
     first = target.read_bytes()
     if suffix == "png":  # still a picture every reader takes, with the seal among its chunks
         assert matplotlib.image.imread(target).shape[2] == 4
     else:
         assert ET.fromstring(first).tag.endswith("svg")
-    assert run(capsys, *args)[0] == 0  # its own picture: written again
+    assert run(capsys, *args)[0] == 1  # its own picture: written again
     for mine in (b"my picture", first[:-20] + b"edited" + first[-20:]):
         target.write_bytes(mine)
         code, out, err = run(capsys, *args)
@@ -445,9 +447,10 @@ def test_node_without_gpus_is_not_a_gpu_node(fleet: Path, capsys: pytest.Capture
     (fleet / "web.yaml").write_text(yaml.safe_dump_all([plain, pod("g", 1)]))
     code, out, _ = run(capsys, "place", "--nodes", str(fleet / "cpu.yaml"), str(fleet / "web.yaml"), "-o", "json")
     report = json.loads(out)
-    assert code == 0 and report["placements"][0]["node"] == "cpu" and report["placements"][0]["gpus"] == []
+    assert code == 1 and report["placements"][0]["node"] == "cpu" and report["placements"][0]["gpus"] == []
     assert report["pending"][0]["reasons"] == [{"reason": "Insufficient aliyun.com/gpu-mem", "nodes": 1}]
     assert report["summary"]["gpuNodes"] == 0
+    assert [(f["rule"], f["object"]) for f in report["findings"]] == [("GW207", "Pod/ml/g")]  # no GPU at all
 
 
 def test_unreachable_cluster_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -476,7 +479,7 @@ def test_explain_gives_every_nodes_reason(fleet: Path, capsys: pytest.CaptureFix
         capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "work.yaml"), "--explain", "-o", "json"
     )
     report = json.loads(out)
-    assert code == 0 and not list(REPORT.iter_errors(report))
+    assert code == 1 and not list(REPORT.iter_errors(report))
     (big,) = report["pending"]
     assert big["byNode"] == [
         {"node": "a", "plugin": "NodeResourcesFit", "reason": "Insufficient aliyun.com/gpu-mem"},
@@ -641,7 +644,7 @@ def test_compare_counts_the_pods_a_variant_does_not_serve(fleet: Path, capsys: p
     assert by["semantics=ack"]["notServed"] == 0 and by["semantics=upstream"]["notServed"] > 0
     code, out, _ = run(capsys, *compared, "semantics=ack,upstream")
     lines = out.splitlines()
-    assert code == 0 and lines[0].split()[:6] == ["VARIANT", "PLACED", "PENDING", "INVALID", "NOT", "SERVED"]
+    assert code == 1 and lines[0].split()[:6] == ["VARIANT", "PLACED", "PENDING", "INVALID", "NOT", "SERVED"]
     rows = {line.split()[0]: line.split() for line in lines[1:3]}
     assert rows["semantics=upstream"][4] == str(by["semantics=upstream"]["notServed"])
     assert rows["semantics=ack"][4] == "0"
@@ -657,7 +660,7 @@ def test_place_as_inspect_says_what_did_not_land(fleet: Path, capsys: pytest.Cap
     assert summary["pending"] and summary["notServed"] == 0
     code, out, _ = run(capsys, *base, "-o", "inspect")
     assert (
-        code == 0
+        code == 1
         and out.splitlines()[-1] == f"Not placed: {summary['pending']} pending (-o table lists each with its reason)"
     )
     code, out, _ = run(capsys, *base, "--semantics", "upstream", "-o", "inspect")

@@ -193,6 +193,12 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
     "GW216": ([pod(), pod()], {}),
     "GW217": ([pod({"aliyun.com/gpu-mem": 0})], {}),
     "GW218": ([pod({"aliyun.com/gpu-mem": "4Gi"})], {}),
+    "GW219": ([pod({"aliyun.com/gpu-mem": 4, "aliyun.com/gpu-core.percentage": 50})], {"semantics": "upstream"}),
+    "GW220": (
+        [{**CRONJOB, "apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 10**9, "template": pod()}}],
+        {},
+    ),
+    "GN314": ([node(per_gpu=2**21)], {}),
 }
 
 
@@ -646,18 +652,19 @@ def test_a_controllers_findings_name_the_field_in_its_template() -> None:
 
 
 def test_gpu_memory_written_in_bytes_is_said_to_count_units(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`aliyun.com/gpu-mem: 4Gi` is a valid pod asking 4,294,967,296 units: validate warns on the container's field
-    and place says it beside the pod left pending; plain numbers (4, "4", 4.0) say nothing."""
+    """`aliyun.com/gpu-mem: 4Gi` is a valid pod asking 4,294,967,296 units: validate's error names the container's
+    field and the count meant, and place says it beside the pod left pending and exits 1; plain numbers (4, "4", 4.0,
+    1e3) say nothing."""
     (finding,) = [f for f in validate([pod({"aliyun.com/gpu-mem": "4Gi"})], ClusterFacts()).findings]
     assert finding.rule.id == "GW218" and finding.field == "containers[c].resources.limits.aliyun.com/gpu-mem"
     assert "'4Gi' is 4,294,967,296 units" in finding.message
-    for plain in (4, "4", "4.0"):
+    for plain in (4, "4", "4.0", "1e3"):
         assert "GW218" not in fired([pod({"aliyun.com/gpu-mem": plain})], {})
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(pod({"aliyun.com/gpu-mem": "4Gi"})))
     (tmp_path / "n.yaml").write_text(yaml.safe_dump(node()))
-    code, out, err = run(capsys, "place", str(tmp_path / "p.yaml"), "--nodes", str(tmp_path / "n.yaml"))
-    assert code == 0 and "pending 1" in out
-    assert "1 workload writes aliyun.com/gpu-mem with a byte suffix, as '4Gi'" in out + err and "[GW218]" in out + err
+    code, out, _ = run(capsys, "place", str(tmp_path / "p.yaml"), "--nodes", str(tmp_path / "n.yaml"))
+    assert code == 1 and "pending 1" in out and "ERRORS IN THE INPUTS" in out
+    assert "'4Gi': expected a count of units: 4 (in 1GiB units; 32 in 128MiB units)" in out and "GW218" in out
 
 
 def test_a_misspelt_region_is_refused_and_a_new_one_taken_with_a_warning() -> None:

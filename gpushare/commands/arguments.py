@@ -52,7 +52,7 @@ def seconds(flag: str) -> Callable[[str], float]:
 
 #: The schedulerName `place` serves by default (its default semantics, ack, and that profile's scheduler mode): the
 #: rules call GPU pods naming another one not served (GW214), as `place` does.
-DEFAULT_SERVED = products.served_scheduler(products.PROFILES[products.ACK].default_scheduler_mode)
+DEFAULT_SERVED = products.default_served("ack")
 
 #: The cluster facts the rules check against, each a flag of validate and preflight.
 FACT_FLAGS: dict[str, str] = {
@@ -64,8 +64,8 @@ FACT_FLAGS: dict[str, str] = {
     "docker-version": "Docker version on the GPU nodes",
     "chart-version": "ack-ai-installer chart version installed",
     "scheduler-name": "spec.schedulerName gpushare serves (the settings' wins when a settings document is given; "
-    f"default: {DEFAULT_SERVED}, as `place` serves by default; {products.SECONDARY_SCHEDULER_NAME} for the "
-    "open-source stack's secondary scheduler)",
+    f"default: {DEFAULT_SERVED}, as `place` serves by default; {products.default_served('upstream')} with "
+    "--semantics upstream, the open-source stack's secondary scheduler)",
 }
 
 

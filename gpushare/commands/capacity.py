@@ -16,6 +16,7 @@ from gpushare.placement import Simulation, plot_target
 from gpushare.planner import MAX_MOVES  # the defragmentation and the pools' sizing load when a question asks them
 from gpushare.planner.headroom import headroom_of
 from gpushare.planner.report import write
+from gpushare.policy import neverruns
 from gpushare.progress import wanted
 
 if TYPE_CHECKING:
@@ -115,7 +116,12 @@ def main(args: argparse.Namespace) -> int:
         from gpushare.planner.defrag import defragment
 
         defrag = defragment(inputs.nodes, inputs.existing, pending, semantics, req.input_unit, args.max_moves, served)
-    write(answers, sizings, mix, defrag, semantics.gpu_memory_unit, args.output, sys.stdout)
+    # validate's errors in the inputs, once each (every answer read the pending workloads)
+    found = [f for h in answers for f in h.result.findings] + (defrag.result.findings if defrag is not None else [])
+    if pools:  # the pools' nodes may hold what the fleet's cannot: their sizing names the pods no pool serves
+        found = [f for f in found if f.rule.id not in neverruns.ON_INVENTORY]
+    findings = list({(f.rule.id, f.subject, f.field, f.where): f for f in found}.values())
+    write(answers, sizings, mix, defrag, semantics.gpu_memory_unit, args.output, sys.stdout, findings)
     if args.plot:
         simulation = Simulation.from_sources(inputs.nodes, inputs.existing, pending, semantics, req.input_unit)
         state = simulation.run(draws=False)
@@ -126,4 +132,4 @@ def main(args: argparse.Namespace) -> int:
         print(f"gpushare: wrote {written}", file=sys.stderr)
     for note in [*notes, *inputs.notes]:
         print(f"gpushare: note: {note}", file=sys.stderr)
-    return 0
+    return 1 if findings else 0

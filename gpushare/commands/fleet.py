@@ -22,7 +22,7 @@ from gpushare.placement import Semantics, SemanticsName
 from gpushare.progress import wanted
 
 #: The semantics a fleet is modelled by, and what each means.
-SEMANTICS = ("ack", "upstream")
+SEMANTICS = tuple(products.SEMANTICS_PRODUCTS)
 
 
 def add_files(p: argparse.ArgumentParser) -> None:

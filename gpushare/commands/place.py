@@ -125,7 +125,7 @@ def place(args: argparse.Namespace, out: TextIO) -> int:
             "them into its unit"
         )
         write_comparison(rows, args.output, out, input_unit if converted else None, note if converted else "")
-        return 1 if any(r.invalid for _, _, r in rows) else 0
+        return 1 if any(r.invalid or r.findings for _, _, r in rows) else 0
     result = once(base, last=not args.runs)
     if args.runs:
         sample(result, args.runs, lambda seed: once(replace(base, tie_seed=seed), nodes_seed=seed))
@@ -135,7 +135,7 @@ def place(args: argparse.Namespace, out: TextIO) -> int:
         drawn = f"the first {MAX_NODES} of {nodes}" if nodes > MAX_NODES else str(nodes)
         print(f"gpushare: wrote {written} ({drawn} GPU nodes)", file=sys.stderr)
     write(result, args.output, out)
-    return 1 if result.invalid else 0
+    return 1 if result.invalid or result.findings else 0
 
 
 def sample(result: PlacementResult, runs: int, run: Callable[[int], PlacementResult]) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpushare.commands.arguments import DEFAULT_SERVED, add_facts, facts_of
+from gpushare.commands.arguments import add_facts, facts_of
+from gpushare.domain import products
 from gpushare.errors import InputError
 from gpushare.policy import report as reporting
 from gpushare.policy.engine import ClusterFacts
@@ -17,6 +18,13 @@ from gpushare.progress import wanted
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("paths", nargs="+", help="files, directories or - (stdin)")
     add_facts(p)
+    p.add_argument(
+        "--semantics",
+        choices=tuple(products.SEMANTICS_PRODUCTS),
+        default="ack",
+        help="whose stack serves the pods, as place's --semantics: ack: ACK's; upstream: the open-source extender "
+        "and device plugin (no compute shares; default scheduler name gpushare-scheduler)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -24,8 +32,7 @@ def main(args: argparse.Namespace) -> int:
     sources = read_inputs(args.paths, show_progress=wanted(args.quiet))
     if not sources:  # a CI gate fed by a failed `kubectl get > file` must not pass
         raise InputError("paths", ", ".join(args.paths), "files that hold Kubernetes objects (these hold none)")
-    # the scheduler `place` serves by default, so both commands call the same GPU pods not served (GW214)
-    facts["scheduler_name"] = facts["scheduler_name"] or DEFAULT_SERVED
+    facts["semantics"] = args.semantics
     report = validate(sources, ClusterFacts(**facts, flags=True), wanted(args.quiet))  # type: ignore[arg-type]
     reporting.write(report, args.output, sys.stdout)
     return int(report.exit_code(args.strict))

@@ -74,6 +74,17 @@ PROFILES: dict[str, Profile] = {
         compute_allocation=False,
     ),
 }
+#: The product each dry-run semantics models (`--semantics`): ACK's rules, or the open-source extender's exactly.
+SEMANTICS_PRODUCTS: dict[str, str] = {"ack": ACK, "upstream": OPEN_SOURCE}
+
+
+def default_served(semantics: str | None) -> str:
+    """The spec.schedulerName served when none is named: the product's default scheduler mode's (ACK's when the
+    semantics is not said), as `place` serves it and `validate` checks it (GW214)."""
+    product = PROFILES[SEMANTICS_PRODUCTS[semantics or "ack"]]
+    return served_scheduler(product.default_scheduler_mode)
+
+
 #: MiB in one unit of aliyun.com/gpu-mem, for every unit of every profile (seed 000; upstream-plugin).
 MIB_PER_UNIT: dict[str, int] = {UNIT_1GIB: 1024, UNIT_128MIB: 128, UNIT_GIB: 1024, UNIT_MIB: 1}
 assert set(MIB_PER_UNIT) == {u for p in PROFILES.values() for u in p.memory_units}

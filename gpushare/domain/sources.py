@@ -24,6 +24,7 @@ DEVICE_PLUGIN: Final = "github.com/AliyunContainerService/gpushare-device-plugin
 SCHEDULER_CONFIG: Final = "Kubernetes: kube-scheduler configuration API versions (KEP-785, CHANGELOG-1.23)"
 SCHEDULER_1_22: Final = "kube-scheduler 1.22: pkg/scheduler/factory.go (Policy file implies default-scheduler)"
 KUBE_OBJECT_NAMES: Final = "Kubernetes: Object Names and IDs (a name is unique per kind and namespace)"
+KUBE_SCALABILITY: Final = "Kubernetes: Considerations for large clusters (150,000 pods in all, 110 a node)"
 KUBE_API_MIGRATION: Final = "Kubernetes: Deprecated API Migration Guide (each release's removed APIs)"
 GPUSHARE: Final = "gpushare: schemas/installer-settings.schema.json"
 GPUSHARE_VERSIONS: Final = "gpushare: gpushare/domain/versions.py (newest patch of each minor)"

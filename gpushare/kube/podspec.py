@@ -287,7 +287,8 @@ def _resources(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
 
 
 #: A quantity written as a plain number (no suffix, no exponent).
-_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]*)?")
+#: A number without a byte suffix: digits, a fraction, a decimal exponent (`1e3` is a thousand units, not bytes).
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 
 
 def _plain(value: Any) -> bool:

@@ -114,6 +114,19 @@ class Workload:
         return (p.offence for p in self.problems if p.rule == rule)
 
 
+def units_instead(amount: int) -> str:
+    """What a byte count written for aliyun.com/gpu-mem should have been: 4Gi -> 'a count of units: 4 (in 1GiB
+    units; 32 in 128MiB units)'."""
+    mib, rest = divmod(amount, 1 << 20)
+    if rest or not mib:
+        return "a count of units (1 is 1 GiB in 1GiB units)"
+    if mib % 1024 == 0:
+        return f"a count of units: {mib // 1024} (in 1GiB units; {mib // 128} in 128MiB units)"
+    if mib % 128 == 0:
+        return f"a count of units: {mib // 128} (in 128MiB units; {mib} in MiB units)"
+    return f"a count of units: {mib} (in MiB units)"
+
+
 def _check_gpu_request(view: Workload) -> None:
     """ACK's rules on what one pod may ask (seed 002, multi-card sharing): compute, gpu-count."""
     core, mem = view.core, view.gpu_mem
@@ -137,7 +150,7 @@ def _check_gpu_request(view: Workload) -> None:
             )
         )
     for field_name, value, amount in view.pod.suffixed:
-        allowed = f"a plain number: it counts units of GPU memory, not bytes ({value!r} is {amount:,} units)"
+        allowed = f"{units_instead(amount)}: it counts units of GPU memory, not bytes ({value!r} is {amount:,} units)"
         view.problems.append(Problem(SUFFIXED, field_name, value, allowed))
     # each container's share is a multiple of 5 from 5 to 100 (seed 002: the product checks every container, so
     # 3% + 2% is refused though the pod's 5% would pass), and one GPU holds at most 100% in all

@@ -4,12 +4,15 @@ live read or on a snapshot's files. Read-only; reports like `validate`."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from gpushare.domain import kinds, products
 from gpushare.kube.cluster import PAGE, READS, Cluster, ClusterError, Listing, pages
 from gpushare.kube.documents import Source
+from gpushare.kube.fields import mapping
 from gpushare.kube.ledger import ASSUME_TIMEOUT, Grammar, read_ledger
+from gpushare.kube.workloads import Workload, read_workload
+from gpushare.policy import neverruns
 from gpushare.policy.engine import ClusterFacts, Subject, evaluate
 from gpushare.policy.rules import RULES
 from gpushare.policy.validate import Report
@@ -39,6 +42,18 @@ def read_live(kubeconfig: str | None, context: str | None = None) -> tuple[list[
     except ClusterError:
         version = None
     return found, version
+
+
+def _unscheduled(sources: Iterable[Source]) -> Iterator[Workload]:
+    """The pods no node holds yet (no spec.nodeName) that have not ended."""
+    for src in sources:
+        if src.kind != "Pod" or mapping(src.obj.get("spec")).get("nodeName"):
+            continue
+        if mapping(src.obj.get("status")).get("phase") in ("Succeeded", "Failed"):
+            continue
+        view = read_workload(src)
+        if view is not None:
+            yield view
 
 
 def snapshot_version(sources: Iterable[Source]) -> str | None:
@@ -73,6 +88,12 @@ def doctor(
     subjects += [Subject("gpu-pod", f"Pod/{p.key}", p.workload.source, p) for p in ledger.pods]
     subjects.append(Subject("ledger", "cluster", None, ledger))
     findings = evaluate(subjects, facts, [r for r in RULES if r.target in _TARGETS])
+    # the pods still to be scheduled that never will be (validate's errors on them, as place reports them)
+    waiting = ClusterFacts(
+        nodes=facts.nodes, scheduler_name=served[0] if len(served) == 1 else None, semantics=semantics
+    )
+    for view in _unscheduled(sources):
+        findings += neverruns.of_workload(view, waiting)
     read = sum(1 for s in sources if s.kind in LEDGER_KINDS)
     known = {listing.kind for listings in READS.values() for listing in listings} | {kinds.SNAPSHOT}
     ignored = [f"{s.where}: {s.kind or '(no kind)'}" for s in sources if s.kind not in known]

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from gpushare import helptext
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.minors import scoring_profile
+from gpushare.domain.sizes import MAX_PODS
 from gpushare.placement import framework as _framework
 from gpushare.placement.framework import GROUPED, LOCAL, SPREAD, USAGE, Plugin, Rejection
-from gpushare.placement.inputs import MAX_PODS
 from gpushare.placement.model import Gpu, Node, Pod, Semantics, SemanticsName
 from gpushare.placement.pluginsets import Profile, profile
 from gpushare.placement.queue import QUEUE_MODES, QueueMode
@@ -24,6 +24,7 @@ from gpushare.placement.simulation import EngineName, Fit, Mark, Simulation, Sta
 if TYPE_CHECKING:
     from gpushare.placement.plot import MAX_NODES, RUNNING, UNHEALTHY, draw_gpu, frame_grid, plot_target, write_plot
     from gpushare.placement.report import (
+        NEVER_RUNS,
         inspect_text,
         pending_dict,
         preempted_dict,
@@ -42,6 +43,7 @@ _PRESENTATION = {
     ),
     **dict.fromkeys(
         (
+            "NEVER_RUNS",
             "inspect_text",
             "pending_dict",
             "preempted_dict",
@@ -64,6 +66,7 @@ __all__ = [
     "LOCAL",
     "MAX_NODES",
     "MAX_PODS",
+    "NEVER_RUNS",
     "QUEUE_MODES",
     "RUNNING",
     "SPREAD",

@@ -21,7 +21,8 @@ from gpushare.domain import labels, products
 from gpushare.domain.kubescheduler import ScoringProfile
 from gpushare.domain.labels import Placement
 from gpushare.domain.products import MIB_PER_UNIT
-from gpushare.errors import InputError, counted
+from gpushare.domain.sizes import MAX_PODS
+from gpushare.errors import InputError
 from gpushare.kube import ledger, podspec, workloads
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
@@ -34,6 +35,8 @@ from gpushare.placement.model import Gpu, Node, Pod, Semantics, with_changes
 from gpushare.placement.plugins import nodepreferavoidpods, nodeunschedulable
 from gpushare.placement.plugins.podtopologyspread import TEMPLATE_HASH, Owners, soft_constraints
 from gpushare.placement.pluginsets import Profile, profile
+from gpushare.policy import neverruns
+from gpushare.policy.engine import ClusterFacts, Finding
 
 
 def invalid_reason(view: Workload, plugins: Profile) -> str | None:
@@ -313,6 +316,8 @@ class Inventory:
     quotas: list[Quota] = field(default_factory=list)  # ResourceQuota objects, which admit the new pods
     budgets: list[priorities.DisruptionBudget] = field(default_factory=list)  # what preemption weighs
     notes: list[str] = field(default_factory=list)  # what the inputs leave the run to assume
+    #: validate's errors on the pods to place that the profile does not refuse, and on the nodes (`neverruns`).
+    findings: list[Finding] = field(default_factory=list)
     #: The pods of the workloads read last but held out of the queue (`build`'s `held`): templates whose replicas a
     #: planner adds, read as the pending ones were (their controllers count for spreading).
     held: list[Pod] = field(default_factory=list)
@@ -382,6 +387,13 @@ def _build(
     everything = node_docs + state
     unhealthy = _unhealthy(everything)
     infos = [info for info in (read_node(s) for s in node_docs) if info is not None]
+    facts = ClusterFacts(
+        gpu_memory_unit=input_unit or semantics.gpu_memory_unit,
+        scheduler_name=semantics.served_scheduler,
+        semantics=semantics.name,
+        nodes=infos,
+    )
+    findings = neverruns.of_nodes(infos, facts)
     nodes = [node_model(info, unhealthy, plugins, ratio) for info in infos]
     for i, node in enumerate(nodes):
         node.id = i
@@ -414,7 +426,6 @@ def _build(
             alike.keep(src, pod)
         existing.append(pod)
     unknown: Counter[str] = Counter()
-    suffixed: list[tuple[str, Any, int]] = []  # the first of each workload
     new: list[Pod] = []
     kept: list[Pod] = []
     ignored = 0
@@ -433,22 +444,16 @@ def _build(
         note = priorities.admitted(view.spec, classes, running=False).note
         if note:
             unknown[note] += 1
+        if invalid_reason(view, plugins) is None:  # an invalid pod is reported as such
+            findings += neverruns.of_workload(view, facts)
         pods = _pods(view, nodes, plugins, ratio, owners, namespaces, template, classes)
         (kept if template > first_held else new).extend(pods)
-        suffixed += view.pod.suffixed[:1]
     notes = [
         f"{note} (named by {count} workloads): their pods are taken to have priority 0; give the PriorityClass "
         "(--existing) for the scheduling order and preemption to be modelled"
         for note, count in sorted(unknown.items())
     ]
-    if suffixed:
-        _, value, amount = suffixed[0]
-        writes = "writes" if len(suffixed) == 1 else "write"
-        notes.append(
-            f"{counted(len(suffixed), 'workload')} {writes} {labels.GPU_MEM} with a byte suffix, as {value!r}: the "
-            f"value counts units, not bytes ({value!r} asks {amount:,} units) [{workloads.SUFFIXED}]"
-        )
-    return Inventory(nodes, existing, new, ignored, quotas, budgets, notes, kept)
+    return Inventory(nodes, existing, new, ignored, quotas, budgets, notes, findings, kept)
 
 
 def _taken(docs: list[Source], consume: bool) -> Iterator[Source]:
@@ -459,10 +464,6 @@ def _taken(docs: list[Source], consume: bool) -> Iterator[Source]:
     docs.reverse()
     while docs:
         yield docs.pop()
-
-
-#: Pods one dry run places at most: far beyond any fleet (64k GPUs x 16 pods is ~1M), well within memory.
-MAX_PODS = 5_000_000
 
 
 #: Kinds among the workloads that describe the cluster rather than pods to place (read, not counted as ignored).

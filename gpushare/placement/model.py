@@ -19,10 +19,9 @@ from gpushare.domain.versions import MINORS
 from gpushare.kube.podspec import HostPort, PodAffinity, Requirement, SpreadConstraint, Taint, Toleration
 
 SemanticsName = Literal["upstream", "ack"]
+
+
 #: The product each semantics models: ACK's, or the open-source stack's.
-PRODUCTS: dict[str, str] = {"ack": products.ACK, "upstream": products.OPEN_SOURCE}
-
-
 @dataclass(frozen=True)
 class Semantics:
     """Which allocation rules apply: the open-source extender's, or ACK's product rules."""
@@ -43,8 +42,7 @@ class Semantics:
 
     @property
     def served_scheduler(self) -> str:
-        product = products.PROFILES[PRODUCTS[self.name]]
-        return self.scheduler_name or products.served_scheduler(product.default_scheduler_mode)
+        return self.scheduler_name or products.default_served(self.name)
 
 
 @dataclass

@@ -9,6 +9,10 @@ from gpushare.domain import kinds, kubescheduler
 from gpushare.domain.products import MIB_PER_UNIT, UNIT_GIB
 from gpushare.placement.model import Node, Semantics
 from gpushare.placement.result import Pending, PlacementResult, Preempted
+from gpushare.policy.report import finding_dict, finding_lines
+
+#: The heading of the inputs' errors (`PlacementResult.findings`) in place's and capacity's text.
+NEVER_RUNS = "ERRORS IN THE INPUTS (as validate reports them: pods that never run or bind, nodes no real one reports)"
 
 
 def fragmentation(result: PlacementResult) -> int:
@@ -86,6 +90,7 @@ def to_dict(result: PlacementResult) -> dict[str, Any]:
         ],
         "nodes": [node_dict(n) for n in result.nodes if n.gpus],
         "warnings": list(result.warnings),
+        "findings": [finding_dict(f) for f in result.findings],
         **(
             {
                 "sampled": {
@@ -202,6 +207,8 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
     if result.invalid:
         lines += ["", "INVALID"]
         lines += output.table([[i.key, i.reason, i.source] for i in result.invalid])
+    if result.findings:
+        lines += ["", NEVER_RUNS, *finding_lines(result.findings)]
     if result.not_served:
         lines += ["", f"NOT SERVED BY GPUSHARE (spec.schedulerName is not {result.semantics.served_scheduler})"]
         lines += output.table([[n.key, n.scheduler_name, n.source] for n in result.not_served[:limit]])

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from gpushare.placement.framework import Rejection
 from gpushare.placement.model import Node, Semantics
+from gpushare.policy.engine import Finding
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,10 @@ class PlacementResult:
     #: broken at random (`Sampled`); 0 runs: none sampled.
     sampled_runs: int = 0
     sampled: list[Sampled] = field(default_factory=list)
+    #: What `validate` calls errors in the inputs, though the API server takes them: pods that can never run or
+    #: bind (a byte suffix on gpu-mem, 0 of it, more than any GPU holds...) and nodes of absurd size, each still
+    #: modelled as kube-scheduler would treat it (`gpushare.policy.neverruns`). A command that shows them exits 1.
+    findings: list[Finding] = field(default_factory=list)
 
 
 class Sampled(NamedTuple):

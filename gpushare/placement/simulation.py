@@ -28,7 +28,6 @@ from gpushare import process
 from gpushare.domain import kubescheduler as ks
 from gpushare.domain import labels, products
 from gpushare.errors import InputError, listed
-from gpushare.kube import workloads
 from gpushare.kube.documents import Objects, Source, from_objects, read_documents
 from gpushare.kube.nodes import NodeInfo
 from gpushare.placement import admission, pluginsets, reference
@@ -301,6 +300,7 @@ class Simulation:
         pending, quotas = self.pending, self.inventory.quotas
         result = self._queue(pending, quotas, engine, node_order, explain, show_progress, draws, self.notes, queue)
         result.warnings[:0] = warnings
+        result.findings = list(self.inventory.findings)
         return result
 
     def schedule(
@@ -373,7 +373,6 @@ class Simulation:
             *notes,
             *quota_notes,
             *_preset(new, self.nodes, profile),
-            *_never_bound(valid),
             *_unknown_order(self.nodes, profile, bool(valid)),
             *_replay_gaps(new, self.nodes, node_order or {}),
             *_deviceless(self.nodes),
@@ -630,17 +629,6 @@ def _unknown_order(nodes: Sequence[Node], profile: Profile, placing: bool) -> li
         f"it (1.27-1.34 list them by name), and each search stops once {searched} nodes pass its filters: which "
         "nodes a pod's search sees cannot be known. The dry run takes the input's order (TIED ~N: the nodes the "
         "choice may be drawn from); --runs K samples other orders and says how often each pod lands as shown"
-    ]
-
-
-def _never_bound(pods: Sequence[Pod]) -> list[str]:
-    """Pods whose bind fails wherever kube-scheduler puts them: why (GW217)."""
-    return [
-        f"pod {pod.key} names {labels.GPU_MEM} with none over its containers (an init container's counts at node "
-        "level only): kube-scheduler chooses a node where that fits, the extender's bind finds no device for 0 and "
-        f"fails on every retry, so the pod never runs [{workloads.NO_DEVICE}]"
-        for pod in pods
-        if pod.bind_error
     ]
 
 

@@ -68,10 +68,21 @@ def _template(src: Source) -> tuple[str, str, str]:
     """(kind, namespace, name) of a template, refused when it is no kind whose replicas can be added."""
     view = read_workload(src)
     if view is None or view.kind not in TEMPLATE_KINDS:
-        raise InputError("--template", src.where, f"a Pod or the pod template of a {', '.join(TEMPLATE_KINDS[1:])}")
-    if view.problems:
+        raise InputError(
+            "--template kind",
+            src.kind,
+            f"a Pod or the pod template of a {', '.join(TEMPLATE_KINDS[1:])}",
+            src.where,
+        )
+    if view.problems:  # a template that never runs has no headroom to count: validate's error, refused
         problem = view.problems[0]
-        raise InputError(f"--template {view.kind} {view.key}", src.where, f"a valid pod: {problem.message}")
+        field = view.located(problem.field)
+        raise InputError(
+            f"--template {view.kind} {view.key} {field}",
+            problem.value,
+            f"{problem.allowed} [{problem.rule}]",
+            src.where,
+        )
     return view.kind, view.namespace, view.name
 
 
@@ -195,12 +206,14 @@ def _headroom_of(
         replicas, names = _replicas(template, kind, name, bound)
         again = Simulation.from_sources(nodes, existing, pending + replicas, semantics, input_unit)
         result = again.run(draws=False)
+        result.findings = first.findings  # the template's findings once, not once per replica
     else:  # the replicas placed on the fleet the first run left, read and charged once
         before = fleet.run(draws=False)
         bound = _bound(before, replica, preempts)
         names = [_name(name, i) for i in range(bound)]
         result = fleet.schedule(fleet.replicas(replica, names, kind), draws=False)
         result.warnings[:0] = before.warnings
+        result.findings = before.findings
     mine = {f"{namespace}/{n}" for n in names}
     placed = [a for a in result.placements if a.key in mine]
     victims = tuple(v for v in result.preempted if v.by in mine)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gpushare import output
 from gpushare.domain import kinds
-from gpushare.placement import pending_dict, preempted_dict
+from gpushare.placement import NEVER_RUNS, pending_dict, preempted_dict
+from gpushare.policy.engine import Finding
+from gpushare.policy.report import finding_dict, finding_lines
 
 if TYPE_CHECKING:  # the answers' types: their modules load when a question asks them
     from gpushare.planner.defrag import Defrag, Fragmentation, Move, Where
@@ -101,7 +104,9 @@ def write(
     unit: str,
     form: str,
     out: TextIO,
+    findings: Sequence[Finding] = (),
 ) -> None:
+    """The answers; `findings`, validate's errors in the inputs (`PlacementResult.findings`), after them."""
     if form == "json":
         doc: dict[str, Any] = {"apiVersion": kinds.API_VERSION, "kind": kinds.CAPACITY_REPORT, "unit": unit}
         doc["templates"] = [headroom_dict(h) for h in answers]
@@ -109,6 +114,7 @@ def write(
         doc["mix"] = mix_dict(mix) if mix is not None else None
         doc["pending"] = [fragmentation_dict(f) for f in defrag.pending] if defrag is not None else []
         doc["defrag"] = defrag_dict(defrag)
+        doc["findings"] = [finding_dict(f) for f in findings]
         out.write(output.dumps(doc) + "\n")
         return
     sections = []
@@ -120,6 +126,8 @@ def write(
         sections.append(_defrag_lines(defrag, unit))
     if not sections:
         sections.append(["every pending pod schedules: nothing to make room for"])
+    if findings:
+        sections.append([NEVER_RUNS, *finding_lines(findings)])
     out.write("\n\n".join("\n".join(lines) for lines in sections) + "\n")
 
 

@@ -49,6 +49,9 @@ class ClusterFacts:
     settings: InstallerSettings | None = None
     #: The unit of aliyun.com/gpu-mem when no settings name one (`place --gpu-memory-unit`); the settings' wins.
     gpu_memory_unit: str | None = None
+    #: Whose GPU-sharing stack serves the pods (`--semantics`): ACK's (`ack`) or the open-source extender and
+    #: device plugin (`upstream`), which know no compute share; None: not said (the rules on it do not run).
+    semantics: str | None = None
     nodes: Sequence[NodeInfo] = ()
     workloads: Sequence[Workload] = ()
     #: The units installed now, each where it was read (preflight's live read; diff: the settings before).

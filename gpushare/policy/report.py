@@ -12,16 +12,22 @@ from gpushare.policy.engine import Finding, Rule
 from gpushare.policy.validate import Report
 
 
-def to_text(report: Report) -> str:
+def finding_lines(findings: Iterable[Finding]) -> list[str]:
+    """Findings grouped by object, each with its fix: validate's text, which place and capacity print too."""
     lines: list[str] = []
     groups: dict[tuple[str, str], list[Finding]] = {}
-    for finding in report.findings:
+    for finding in findings:
         groups.setdefault((finding.where, finding.subject), []).append(finding)
-    for (where, subject), findings in groups.items():
+    for (where, subject), found in groups.items():
         lines.append(f"{where}  {subject}")
-        for f in findings:
+        for f in found:
             lines.append(f"  {f.rule.severity:<7} {f.rule.id}  {f.field}: {shown(f.value)}: expected {f.allowed}")
             lines.append(f"          fix: {f.rule.remediation}")
+    return lines
+
+
+def to_text(report: Report) -> str:
+    lines = finding_lines(report.findings)
     lines += [item.message for item in report.not_checked]
     lines.append(
         f"{counted(report.objects, 'object')}, {counted(report.errors, 'error')}, "

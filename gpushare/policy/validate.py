@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TextIO
 
-from gpushare.domain import kinds
+from gpushare.domain import kinds, products
 from gpushare.domain.versions import parse_kube_version
 from gpushare.errors import InputError
 from gpushare.kube.documents import Objects, Source, from_objects, read_paths
@@ -100,11 +100,17 @@ def subjects_of(sources: Iterable[Source]) -> tuple[list[Subject], list[Finding]
 
 def validate(objects: Objects, context: ClusterFacts | None = None, show_progress: bool = False) -> Report:
     """Run every rule on the objects (dicts as `yaml.safe_load` gives them, a `kubectl get -o yaml` List, or
-    Sources with file:line);
-    `show_progress` draws a bar on a terminal's stderr for runs longer than two seconds."""
+    Sources with file:line), with the defaults `gpushare validate` has: GPU pods must name the scheduler `place`
+    serves for the semantics (`ClusterFacts.scheduler_name`, default default-scheduler; gpushare-scheduler with
+    `semantics="upstream"`), unless settings name it. `show_progress` draws a bar on a terminal's stderr for runs
+    longer than two seconds."""
     sources = from_objects(objects, "objects")
     subjects, findings, ignored = subjects_of(sources)
     ctx = context or ClusterFacts()
+    if ctx.semantics is not None and ctx.semantics not in products.SEMANTICS_PRODUCTS:
+        raise InputError(ctx.spelled("--semantics"), ctx.semantics, " or ".join(products.SEMANTICS_PRODUCTS))
+    if ctx.scheduler_name is None:  # as the command's default: a pipeline passes the pods the command refuses
+        ctx = replace(ctx, scheduler_name=products.default_served(ctx.semantics))
     settings = next((s.obj for s in subjects if s.target == "settings"), None)
     if ctx.kube_version is not None:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gpushare.domain import cgpu, labels, listandwatch, products, runtimes, sources
+from gpushare.domain import cgpu, labels, listandwatch, products, runtimes, sizes, sources
 from gpushare.domain.versionstr import at_least
 from gpushare.kube import nodes
 from gpushare.kube.nodes import NodeInfo
@@ -135,6 +135,13 @@ def _mib_list(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
             )
 
 
+def _absurd_memory(n: NodeInfo, ctx: ClusterFacts) -> Iterable[Offence]:
+    if n.per_gpu > sizes.gpu_memory_bound(ctx.memory_unit):
+        gpus = f"over {n.gpu_count} GPUs" if n.gpu_count else f"with no {labels.GPU_COUNT}: one GPU"
+        said = f"{sizes.bound_words(ctx.memory_unit)}; it reports {n.per_gpu:,} a GPU ({gpus})"
+        yield f"status.capacity.{labels.GPU_MEM}", n.gpu_mem, said
+
+
 #: One fact, two rules, one per target: GN309 looks at each Node labelled core_mem, GS118 at the settings'
 #: isolation modes; each finding names what to change where it was found. `place` refuses its run by this one.
 SMALL_UNIT_RULE = Rule(
@@ -255,6 +262,19 @@ RULES: tuple[Rule, ...] = (
         "Add the node's mode to the settings' isolation, or label the node with a mode they serve.",
         sources.GPUSHARE_CHART,
         _mode_not_served,
+    ),
+    Rule(
+        "GN314",
+        "error",
+        "node",
+        "A node reports more GPU memory per GPU than any GPU holds",
+        "Fix the number (a manifest written by hand, or a device plugin's wrong unit): GPU pods are placed on memory "
+        "the node does not have.",
+        sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia (one device per unit of each GPU's memory)"),
+        _absurd_memory,
+        explanation="The bound is 1 TiB a GPU in the unit the settings or --gpu-memory-unit name (in MiB units when "
+        "neither does, so that no unit's real GPU is flagged). place and capacity model such a node as written "
+        "and report this finding.",
     ),
     Rule(
         "GN312",

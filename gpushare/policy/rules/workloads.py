@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from gpushare.domain import cgpu, labels, products, sources, versions
+from gpushare.domain import cgpu, labels, products, sizes, sources, versions
 from gpushare.kube import workloads
 from gpushare.kube.fields import mapping
 from gpushare.kube.workloads import Workload
@@ -25,7 +25,7 @@ def _found_on_reading(rule: str) -> Callable[[Workload, ClusterFacts], Iterable[
 
 
 def _core_nodes(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
-    if not p.core:
+    if not p.core or ctx.semantics == "upstream":  # no compute share at all there: GW219
         return
     wanted = p.node_selector.get(labels.SCHEDULE_LABEL)
     if wanted is not None and wanted != "core_mem":
@@ -72,13 +72,37 @@ def largest_gpu(ctx: ClusterFacts) -> int:
 
 
 def _too_big(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
-    if not p.gpu_mem or not ctx.nodes:
+    if not p.gpu_mem or p.pod.suffixed:  # a byte suffix's billions of units: GW218 says why
         return
     raw = p.gpu_count_label
     share = p.gpu_mem // int(str(raw)) if raw is not None and str(raw).isdigit() and int(str(raw)) > 0 else p.gpu_mem
-    largest = largest_gpu(ctx)
-    if share > largest:
-        yield MEM, p.gpu_mem, f"at most {largest} per GPU: no GPU in the inventory is larger"
+    if ctx.nodes:
+        largest = largest_gpu(ctx)
+        if share > largest:
+            yield MEM, p.gpu_mem, f"at most {largest} per GPU: no GPU in the inventory is larger"
+    elif share > sizes.gpu_memory_bound(ctx.memory_unit):
+        yield MEM, p.gpu_mem, sizes.bound_words(ctx.memory_unit)
+
+
+def _compute_upstream(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+    if ctx.semantics == "upstream" and p.core:
+        yield (
+            CORE,
+            p.core,
+            f"no {labels.GPU_CORE} with the open-source stack: its device plugin advertises none, so every node is "
+            "Insufficient and the pod stays pending (compute shares are ACK's)",
+        )
+
+
+def _replicas(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
+    if p.replicas is not None and p.replicas > sizes.MAX_PODS:
+        field = "spec.parallelism" if p.kind in ("Job", "CronJob") else "spec.replicas"
+        yield (
+            field,
+            p.replicas,
+            f"at most {sizes.MAX_PODS:,}: what one dry run models (Kubernetes' largest tested clusters run 150,000 "
+            "pods in all)",
+        )
 
 
 def _mixed_on_node(p: Workload, ctx: ClusterFacts) -> Iterable[Offence]:
@@ -223,7 +247,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         workloads.NO_DEVICE,
-        "warning",
+        "error",
         "workload",
         "A pod that names aliyun.com/gpu-mem asks more than 0 over its containers",
         "Drop aliyun.com/gpu-mem from a pod that needs no GPU (init containers included), or ask at least 1.",
@@ -233,21 +257,22 @@ RULES: tuple[Rule, ...] = (
         explanation="kube-scheduler asks the extender about every pod whose containers or init containers name "
         "aliyun.com/gpu-mem, whatever the amount; the open-source extender's bind looks for a device only for a "
         "request above 0, so a pod asking 0 (or asking only in an init container, which the extender does not "
-        "count) fails to bind with HTTP 500 on every retry and never runs. A warning here, since ACK's scheduler "
-        "is not public; `place --semantics upstream` leaves such a pod pending as kube-scheduler does: with the "
-        "bind's error where a node passes the filters, else with the filters' message (an init container's "
-        "gpu-mem counts at node level).",
+        "count) fails to bind with HTTP 500 on every retry and never runs. `place --semantics upstream` leaves such "
+        "a pod pending as kube-scheduler does: with the bind's error where a node passes the filters, else with the "
+        "filters' message (an init container's gpu-mem counts at node level); place, capacity and doctor report "
+        "this finding too and exit 1.",
     ),
     Rule(
         workloads.SUFFIXED,
-        "warning",
+        "error",
         "workload",
         "aliyun.com/gpu-mem counts units: written without a byte suffix",
         "Write the number of units: `aliyun.com/gpu-mem: 4` asks 4 units (4 GiB in 1GiB units, 512 MiB in 128MiB).",
         sources.section(sources.ACK_OVERVIEW, "aliyun.com/gpu-mem counts GPU memory in units"),
         _found_on_reading(workloads.SUFFIXED),
         explanation="The API server takes `4Gi` for an extended resource (it is a whole number: 4,294,967,296), so "
-        "the pod is valid and asks for billions of units; it stays pending with Insufficient aliyun.com/gpu-mem.",
+        "the pod is valid and asks for billions of units; it stays pending with Insufficient aliyun.com/gpu-mem "
+        "for ever (place models it so, and reports this finding).",
     ),
     Rule(
         "GW206",
@@ -343,6 +368,26 @@ RULES: tuple[Rule, ...] = (
         "Write the API the message names (kubectl convert, or edit apiVersion and the fields it changed).",
         sources.KUBE_API_MIGRATION,
         _removed_api,
+    ),
+    Rule(
+        "GW219",
+        "error",
+        "workload",
+        "The open-source stack serves no compute share (aliyun.com/gpu-core.percentage)",
+        "Drop aliyun.com/gpu-core.percentage (cGPU's weights need ACK), or run the pod on ACK.",
+        sources.section(sources.DEVICE_PLUGIN, "pkg/gpu/nvidia (the resources it advertises: gpu-mem, gpu-count)"),
+        _compute_upstream,
+        explanation="Checked where the stack is said to be the open-source one (validate --semantics upstream, "
+        "place and capacity with --semantics upstream).",
+    ),
+    Rule(
+        "GW220",
+        "error",
+        "workload",
+        "A workload asks more pods than any fleet runs",
+        "Ask the replicas the fleet is meant to run; a dry run models at most 5,000,000 pods.",
+        sources.KUBE_SCALABILITY,
+        _replicas,
     ),
     Rule(
         "GW216",
