@@ -174,7 +174,10 @@ def entry() -> NoReturn:
             _flush()
         except KeyboardInterrupt:  # as during the command: one line
             code = _interrupted()
-            _flush()
+            with contextlib.suppress(OSError):
+                _flush()
+        except OSError:  # said by _flush
+            code = 1
         os._exit(code)
 
 
@@ -186,22 +189,38 @@ def _interrupted() -> int:
 def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(BrokenPipeError, ValueError):  # the reader went away, or the stream is closed
-            stream.flush()
+            try:
+                stream.flush()
+            except OSError as exc:  # a full disk or a dead device under a redirection: said, exit 1 (`entry`)
+                _write_error(exc)
+                raise
+
+
+def _write_error(exc: OSError) -> None:
+    """One line naming what could not be written: the file, else the standard output the answer went to."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"gpushare: error: {exc.filename or 'standard output'}: {exc.strerror or exc}", file=sys.stderr)
 
 
 def _main(argv: Sequence[str] | None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     command = given[0] if given and given[0] in COMMANDS else ""  # "": help, --version or a usage error
-    args = parser(only=command).parse_args(given)
     try:
-        return int(importlib.import_module(COMMANDS[args.command].module).main(args))
+        try:
+            args = parser(only=command).parse_args(given)  # --help and --version print here
+        except SystemExit:  # their text, or a usage error's, written before the exit (an OSError: said below)
+            sys.stdout.flush()
+            raise
+        code = int(importlib.import_module(COMMANDS[args.command].module).main(args))
+        sys.stdout.flush()  # a write error of the answer is the command's: said here, not at exit
+        return code
     except GpushareError as exc:
         print(f"gpushare: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader (head, less) went away: nothing more to say
         return 0
     except OSError as exc:
-        print(f"gpushare: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+        _write_error(exc)
         return 1
 
 

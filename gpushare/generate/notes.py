@@ -27,7 +27,8 @@ _ENV = jinja2.Environment(
 )
 
 _TEXT = _ENV.from_string(
-    """gpushare [[ profile ]] stack: device plugin[% if isolated %], cGPU installer ([[ isolated|join(', ') ]])[% endif %][% if mode != 'managed' %], scheduler extender ([[ mode ]])[% endif %].
+    """gpushare [[ profile ]] stack: [[ components ]].
+[[ cluster ]]
 [% if install and not plugin_at_install %]
 
 Install the chart:
@@ -118,6 +119,44 @@ Requires [[ what ]]: [[ value ]].
 EXAMPLE_MIB = 2048
 
 
+def components(settings: InstallerSettings) -> str:
+    """What the stack holds, in the words the notes and Chart.yaml use: only what is rendered."""
+    held = ["device plugin"]
+    if settings.isolated_modes:
+        held.append(f"cGPU installer ({', '.join(settings.isolated_modes)})")
+    if settings.scheduler.mode != products.MANAGED:
+        held.append(f"scheduler extender ({settings.scheduler.mode})")
+    return ", ".join(held)
+
+
+#: For which cluster each (profile, scheduler mode) is, and how to render for the others: the notes' second line.
+_CLUSTERS = {
+    (products.ACK, products.MANAGED): "For an ACK Pro cluster: ACK's managed kube-scheduler schedules the shares "
+    "itself, so no scheduler is installed; the chart takes the place of ACK's own ack-ai-installer component "
+    "(one or the other on a node, never both: `gpushare doctor` says where both run).",
+    (products.ACK, products.SECONDARY): "For an ACK cluster, with a second kube-scheduler that calls the extender "
+    "(pods opt in by spec.schedulerName).",
+    (products.ACK, products.CONTROL_PLANE): "For an ACK cluster whose kube-scheduler you configure (control-plane "
+    "files to apply).",
+    (products.OPEN_SOURCE, products.SECONDARY): "For any cluster (self-managed or another provider's): the "
+    "open-source extender beside a second kube-scheduler (pods opt in by spec.schedulerName).",
+    (products.OPEN_SOURCE, products.CONTROL_PLANE): "For a cluster whose control plane you run (kubeadm): the "
+    "open-source extender, called by the cluster's own kube-scheduler (control-plane files to apply).",
+}
+#: How to render for the other clusters, by profile.
+_OTHERS = {
+    products.ACK: "Other clusters: --profile open-source (the open-source extender and device plugin, a second "
+    "scheduler), or --scheduler-mode control-plane for a kubeadm control plane.",
+    products.OPEN_SOURCE: "ACK clusters: --profile ack (ACK's device plugin and cGPU; its managed scheduler by "
+    "default).",
+}
+
+
+def cluster(settings: InstallerSettings) -> str:
+    """For which cluster these settings render, and how to render for the others."""
+    return f"{_CLUSTERS[(settings.profile, settings.scheduler.mode)]} {_OTHERS[settings.profile]}"
+
+
 def example(unit: str) -> tuple[int, str]:
     """(units, what they mean) for the example request."""
     units = EXAMPLE_MIB // MIB_PER_UNIT[unit]
@@ -147,6 +186,8 @@ def notes(
     return (
         _TEXT.render(
             profile=settings.profile,
+            components=components(settings),
+            cluster="\n".join(textwrap.wrap(cluster(settings), 110)),
             isolated=settings.isolated_modes,
             mode=settings.scheduler.mode,
             isolation=settings.isolation,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from gpushare.domain import products, versions
+from gpushare.domain import labels, products, versions
 from gpushare.errors import InputError
 from gpushare.generate import controlplane
 from gpushare.generate.chart import chart_files
@@ -20,6 +20,7 @@ from gpushare.policy.engine import Finding
 from gpushare.policy.validate import enforce
 from gpushare.settings.load import build_settings
 from gpushare.settings.model import AT_INSTALL, InstallerSettings
+from gpushare.settings.options import BY_NAME
 
 Format = Literal["chart", "manifests"]
 FORMATS: tuple[str, ...] = ("chart", "manifests")
@@ -69,6 +70,37 @@ class Rendered:
         return write_file(path, self.files["manifests.yaml"], force)
 
 
+def _refuse_idle(model: InstallerSettings, options: Mapping[str, Any]) -> None:
+    """A flag whose setting renders nothing with these settings is refused: the user meant it to do something (an
+    extender port with ACK's managed scheduler, which runs no extender of the chart's; cGPU's image with no cGPU
+    node mode served)."""
+    managed = model.scheduler.mode == products.MANAGED
+    for name, value in options.items():
+        option = BY_NAME.get(name)
+        if option is None:
+            continue
+        section = option.path[0]
+        if managed and (section == "extender" or (section == "scheduler" and option.path[1] not in _ANY_MODE)):
+            raise InputError(
+                f"--{option.flag}",
+                value,
+                f"no {section} flag with scheduler mode {products.MANAGED}: ACK's managed scheduler schedules the "
+                f"shares, the chart renders no {section} (--scheduler-mode {products.SECONDARY} or "
+                f"{products.CONTROL_PLANE} renders one)",
+            )
+        if section == "cgpu" and not model.isolated_modes:
+            raise InputError(
+                f"--{option.flag}",
+                value,
+                f"no cGPU flag without a cGPU node mode served: the chart renders no cGPU installer (--isolation "
+                f"{','.join(labels.ISOLATED_MODES)} serves them)",
+            )
+
+
+#: Scheduler settings that mean something in every mode (the mode itself; the API: GS111 warns in managed mode).
+_ANY_MODE = ("mode", "configApi")
+
+
 def render(
     settings: InstallerSettings | Mapping[str, Any] | None = None,
     *,
@@ -86,6 +118,7 @@ def render(
     if format not in FORMATS:
         raise InputError("--format", format, "chart or manifests")
     model = build_settings(settings, config=config, **options)
+    _refuse_idle(model, options)
     warnings = [f for f in enforce(model) if f.rule.severity == "warning"]
     stack = Stack(model)
     if model.scheduler.mode != products.MANAGED and model.version is None and format == "manifests":
