@@ -70,6 +70,24 @@ def agent(ds: dict[str, Any], node_name: str) -> dict[str, Any]:
     }
 
 
+#: Other device plugins as their manifests ship them (gpushare.domain.deviceplugins names the sources).
+NVIDIA = daemonset("nvidia-device-plugin-daemonset", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0")
+HAMI = daemonset("hami-device-plugin", "docker.io/projecthami/hami:v2.6.0")
+ACK_PLUGIN = daemonset(
+    "gpushare-device-plugin-ds", "registry-cn-beijing-vpc.ack.aliyuncs.com/acs/k8s-gpushare-plugin:v3"
+)
+EVICT = daemonset("device-plugin-evict-ds", "registry.cn-beijing.aliyuncs.com/acs/nvidia-device-plugin-evict:v1")
+CHART_LABELS = {"app.kubernetes.io/part-of": "gpushare", "app.kubernetes.io/component": "device-plugin"}
+
+
+def plugin_pod(ds: dict[str, Any], node_name: str, **labels: str) -> dict[str, Any]:
+    """A running pod of `ds` on the node, with its DaemonSet's image (what the ledger knows a plugin by)."""
+    pod = agent(ds, node_name)
+    pod["spec"]["containers"][0]["image"] = ds["spec"]["template"]["spec"]["containers"][0]["image"]
+    pod["metadata"]["labels"] = labels
+    return pod
+
+
 def gpu_pod(name: str, node_name: str, units: int, idx: str | None = "0", **notes: str) -> dict[str, Any]:
     annotations = {}
     if idx is not None:
@@ -149,6 +167,7 @@ def _faults() -> dict[str, tuple[list[dict[str, Any]], str]]:
         "GL610": ([*base[:-1], policy], "cluster"),
         "GL611": (split, "cluster"),
         "GL612": ([*without(base, "gpushare-cgpu-installer-c"), installed, early], "Node/c"),
+        "GL613": ([*base, NVIDIA, plugin_pod(NVIDIA, "a")], "Node/a"),
     }
 
 
@@ -165,6 +184,48 @@ def test_each_fault_is_found_with_its_id_and_object(rule_id: str) -> None:
     found = findings(objects)
     assert (rule_id, subject) in found, found
     assert {r for r, _ in found} <= {rule_id, "GN304"}, found  # one fault, one finding (capacity 0 splits no GPU)
+
+
+@pytest.mark.parametrize(
+    ("other", "labels", "said"),
+    [
+        (ACK_PLUGIN, {}, "uninstall that component, or this release"),
+        (NVIDIA, {}, "keep NVIDIA's or HAMi's off GPU-sharing nodes"),
+        (HAMI, {}, "keep NVIDIA's or HAMi's off GPU-sharing nodes"),
+        (HAMI, CHART_LABELS, "two releases or DaemonSets of one plugin"),  # labelled as the chart's: ours twice
+    ],
+)
+def test_two_device_plugins_on_one_node(other: dict[str, Any], labels: dict[str, str], said: str) -> None:
+    """This chart's plugin beside ACK's own (or the open-source manifests'), NVIDIA's or HAMi's: GL613 on that node
+    only, both pods named, with the fix for the pair; the gpushare installer's evict pod is no plugin."""
+    ours = plugin_pod(PLUGIN, "a", **CHART_LABELS)
+    objects = [*without(healthy(), "gpushare-device-plugin-share-a"), ours, other, plugin_pod(other, "a", **labels)]
+    report = doctor(from_objects(objects, "s"), kube_version="1.28", now_ns=NOW)
+    (finding,) = [f for f in report.findings if f.rule.id == "GL613"]
+    assert finding.subject == "Node/a" and said in finding.allowed
+    assert (
+        f"kube-system/{other['metadata']['name']}-a" in finding.value
+        and "gpushare-device-plugin-share-a" in finding.value
+    )
+    evicting = [*without(healthy(), "gpushare-device-plugin-share-a"), ours, EVICT, plugin_pod(EVICT, "a")]
+    assert findings(evicting) == []
+
+
+def test_without_kube_system_pods_the_agents_are_not_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kubectl get nodes,pods -n ml -o yaml`: no plugin or installer pod can be seen, so none is said missing
+    (GL606, GL608): the report says what was not checked and how to give a full snapshot, exit 0."""
+    partial = [o for o in healthy() if o["kind"] == "Node" or o["metadata"].get("namespace") == "ml"]
+    (tmp_path / "ml.yaml").write_text(yaml.safe_dump_all(partial))
+    assert main(["doctor", str(tmp_path / "ml.yaml"), "--kube-version", "1.28"]) == 0
+    out = capsys.readouterr().out
+    assert "not checked: which device plugin and cGPU installer pods run on each node (GL606, GL608)" in out
+    assert "gpushare snapshot" in out and "GL606" not in out.split("not checked")[0]
+    assert main(["doctor", str(tmp_path / "ml.yaml"), "-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    REPORT.validate(report)
+    assert report["findings"] == [] and report["notChecked"][0]["rules"] == "GL606, GL608"
 
 
 def test_a_gpu_node_without_its_label_tells_which_plugin_runs_there() -> None:

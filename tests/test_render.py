@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import re
+from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from gpushare import render
+from gpushare.errors import InputError
 
 COMPUTE = {"isolation": ["share", "core_mem"], "computeAllocation": True, "region": "cn-hangzhou"}
 
@@ -144,3 +149,36 @@ def test_a_chart_says_how_to_install_it_and_what_a_pinned_minor_needs() -> None:
     assert "--kube-version" not in universal.notes
     manifests = render(kube_version="1.28", format="manifests", output=None)
     assert "helm install" not in manifests.notes and "README.md" not in manifests.files
+
+
+def test_the_notes_and_chart_say_which_cluster_and_hold_only_what_is_rendered() -> None:
+    """The default renders for ACK Pro's managed scheduler: the notes say so and how to render for other clusters;
+    Chart.yaml's description names the device plugin alone, the open-source stack's names its extender too."""
+    ack = render()
+    lines = ack.notes.splitlines()
+    assert lines[0] == "gpushare ack stack: device plugin."
+    said = " ".join(lines[1:6])
+    assert "For an ACK Pro cluster" in said and "--profile open-source" in said and "ack-ai-installer" in said
+    description = yaml.safe_load(ack.files["Chart.yaml"])["description"]
+    assert description.startswith("GPU sharing on Kubernetes: device plugin (") and "extender" not in description
+    upstream = yaml.safe_load(render(profile="open-source").files["Chart.yaml"])["description"]
+    assert "device plugin, scheduler extender (secondary)" in upstream
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (
+            {"extender_port": 9999},
+            "--extender-port: 9999 is not allowed; expected no extender flag with scheduler mode managed",
+        ),
+        ({"scheduler_replicas": 2}, "--scheduler-replicas: 2 is not allowed; expected no scheduler flag"),
+        ({"cgpu_policy": 2}, "--cgpu-policy: 2 is not allowed; expected no cGPU flag without a cGPU node mode"),
+    ],
+)
+def test_a_flag_that_renders_nothing_is_refused(options: dict[str, Any], said: str, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=re.escape(said)):
+        render(output=tmp_path / "out", **options)
+    assert not (tmp_path / "out").exists()
+    render(scheduler_mode="secondary", extender_port=9999)  # where the extender is rendered, it is taken
+    render(isolation="share,cgpu", cgpu_policy=2)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from gpushare.domain import labels
+from gpushare.domain import deviceplugins, labels
 from gpushare.kube.documents import Source
 from gpushare.kube.fields import mapping
 from gpushare.kube.nodes import NodeInfo, read_node
@@ -181,6 +181,8 @@ class GpuNode:
     installers: list[str] = field(default_factory=list)
     #: When the first running cGPU installer pod here was created (RFC 3339), "" without one.
     installed: str = ""
+    #: Running pods of any GPU device plugin (gpushare's, ACK's, NVIDIA's, HAMi's): (which plugin, namespace/name).
+    device_plugins: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def mode(self) -> str | None:
@@ -217,6 +219,9 @@ class Ledger:
     node_units: list[UnitReading] = field(default_factory=list)
     #: Whose reading of the annotations (`held`).
     grammar: Grammar = "ack"
+    #: The input holds kube-system's pods or DaemonSets: where the plugins and installers run can be told (a
+    #: namespace's pods alone cannot say a node runs none).
+    agents_read: bool = True
 
 
 def gpu_pod(work: Workload, node: str, grammar: Grammar) -> GpuPod:
@@ -309,6 +314,15 @@ def read_ledger(
         owner = work.controller
         role = agents.get((work.namespace, owner[2])) if owner is not None and owner[1] == "DaemonSet" else None
         running = mapping(work.source.obj.get("status")).get("phase") == "Running"
+        plugin = (
+            deviceplugins.family(
+                " ".join(work.pod.images), owner[2] if owner else "", {str(k): str(v) for k, v in work.labels.items()}
+            )
+            if running
+            else None
+        )
+        if plugin is not None:
+            node.device_plugins.append((plugin, work.key))
         if role == "plugin" and running:
             node.plugins.append(work.key)
         elif role == "installer" and running:
@@ -330,4 +344,5 @@ def read_ledger(
         daemonset_units(daemonsets),
         readings,
         grammar,
+        agents_read=bool(daemonsets) or any(p.namespace == "kube-system" for p in pods),
     )

@@ -15,11 +15,13 @@ from gpushare.kube.workloads import Workload, read_workload
 from gpushare.policy import neverruns
 from gpushare.policy.engine import ClusterFacts, Subject, evaluate
 from gpushare.policy.rules import RULES
-from gpushare.policy.validate import Report
+from gpushare.policy.validate import NotChecked, Report
 
 #: The schedulerName values served unless told: ACK's managed scheduler and the open-source secondary one.
 SERVED = (products.DEFAULT_SCHEDULER_NAME, products.SECONDARY_SCHEDULER_NAME)
 _TARGETS = ("node", "gpu-pod", "gpu-node", "ledger")
+#: Rules that say a node runs no device plugin or cGPU installer pod: they need kube-system's pods to be read.
+_NEED_AGENTS = ("GL606", "GL608")
 #: What a live doctor reads: the snapshot's Nodes, bound Pods, kube-system ConfigMaps and DaemonSets.
 LEDGER_KINDS = ("Node", "Pod", "ConfigMap", "DaemonSet")
 
@@ -87,7 +89,19 @@ def doctor(
     subjects += [Subject("gpu-node", f"Node/{n.info.name}", n.info.source, n) for n in ledger.nodes.values()]
     subjects += [Subject("gpu-pod", f"Pod/{p.key}", p.workload.source, p) for p in ledger.pods]
     subjects.append(Subject("ledger", "cluster", None, ledger))
-    findings = evaluate(subjects, facts, [r for r in RULES if r.target in _TARGETS])
+    rules = [r for r in RULES if r.target in _TARGETS]
+    not_checked = []
+    if not ledger.agents_read:  # a namespace's pods alone: that a node runs no plugin is not known, not a fact
+        rules = [r for r in rules if r.id not in _NEED_AGENTS]
+        not_checked.append(
+            NotChecked(
+                "which device plugin and cGPU installer pods run on each node",
+                ", ".join(_NEED_AGENTS),
+                "the input holds no kube-system pods or DaemonSets",
+                "a full snapshot (gpushare snapshot, or kubectl get nodes,pods,daemonsets -A -o yaml)",
+            )
+        )
+    findings = evaluate(subjects, facts, rules)
     # the pods still to be scheduled that never will be (validate's errors on them, as place reports them)
     waiting = ClusterFacts(
         nodes=facts.nodes, scheduler_name=served[0] if len(served) == 1 else None, semantics=semantics
@@ -97,4 +111,4 @@ def doctor(
     read = sum(1 for s in sources if s.kind in LEDGER_KINDS)
     known = {listing.kind for listings in READS.values() for listing in listings} | {kinds.SNAPSHOT}
     ignored = [f"{s.where}: {s.kind or '(no kind)'}" for s in sources if s.kind not in known]
-    return Report(findings, read, ignored)
+    return Report(findings, read, ignored, not_checked)

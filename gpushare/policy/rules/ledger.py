@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpushare.domain import labels, sources, versions
+from gpushare.domain import deviceplugins, labels, sources, versions
 from gpushare.errors import listed
 from gpushare.kube.ledger import GpuNode, GpuPod, Ledger, placed_by_scheduler
 from gpushare.policy.engine import ClusterFacts, Offence, Rule
@@ -108,6 +108,12 @@ def _stray_plugin(node: GpuNode, ctx: ClusterFacts) -> Iterable[Offence]:
             f"a mode that shares ({', '.join(labels.SHARED_MODES)}) or {'='.join(labels.OPEN_SOURCE_NODE_LABEL)} "
             f"where a device plugin runs ({listed(node.plugins, 3)})",
         )
+
+
+def _two_plugins(node: GpuNode, ctx: ClusterFacts) -> Iterable[Offence]:
+    if len(node.device_plugins) > 1:
+        found = "; ".join(f"{pod} ({plugin})" for plugin, pod in node.device_plugins)
+        yield "pods", found, deviceplugins.fix({plugin for plugin, _ in node.device_plugins})
 
 
 def _no_installer(node: GpuNode, ctx: ClusterFacts) -> Iterable[Offence]:
@@ -257,6 +263,22 @@ RULES: tuple[Rule, ...] = (
             sources.DEVICE_PLUGIN, "pkg/gpu/nvidia/allocate.go (a container's GPU environment is set when it starts)"
         ),
         _before_isolation,
+    ),
+    Rule(
+        "GL613",
+        "error",
+        "gpu-node",
+        "Two device plugins advertise GPUs on one node",
+        "Keep one device plugin per node: this chart's takes the place of ACK's ack-ai-installer (uninstall one); "
+        "NVIDIA's and HAMi's stay off GPU-sharing nodes (their DaemonSets' node selectors).",
+        f"{sources.section(sources.DEVICE_PLUGIN, 'device-plugin-ds.yaml')}; {sources.EXTENDER} issue 55 (the "
+        "NVIDIA and gpushare plugins: same cluster, never the same node)",
+        _two_plugins,
+        explanation=f"Each running pod on a GPU node is known by its images, owner and labels "
+        f"(gpushare.domain.deviceplugins): {deviceplugins.CHART}, "
+        + ", ".join(name for name, _ in deviceplugins.FAMILIES)
+        + ". Two of them advertise the node's GPUs twice: a pod may be given a GPU the shared pods use, or the "
+        "last plugin to register takes the resource over.",
     ),
     Rule(
         "GL610",
