@@ -26,14 +26,16 @@ import struct
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gpushare.domain import kinds
 from gpushare.domain.kinds import VERSION as __version__
 from gpushare.errors import GpushareError, InputError, MissingDependency
+
+Item = TypeVar("Item")
 
 MARKER = ".gpushare-output.json"
 HEADER = "# gpushare output, sha256 of what follows: "
@@ -340,6 +342,30 @@ def dumps(doc: Any) -> str:
         return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
     except (TypeError, msgspec.EncodeError):  # a value msgspec does not encode: the standard library may
         return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def alike(items: Iterable[Item], same: Callable[[Item, Item], bool]) -> list[tuple[Item, int]]:
+    """Items in order, each run of items `same` as the run's first told once with its count: a burst's hundred
+    identical rows are one."""
+    runs: list[tuple[Item, int]] = []
+    for item in items:
+        if runs and same(runs[-1][0], item):
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((item, 1))
+    return runs
+
+
+def counted_key(key: str, count: int) -> str:
+    """A row's first column for a run of `count` alike items (`alike`)."""
+    return key if count == 1 else f"{key} and {count - 1} more alike"
+
+
+def replica_stem(namespace: str, name: str) -> tuple[str, str]:
+    """A pod's workload as the dry run names replicas: its namespace and name without the `-<i>` its controller
+    added (the pod's own name for a bare Pod)."""
+    stem, _, index = name.rpartition("-")
+    return namespace, stem if stem and index.isdigit() else name
 
 
 def table(rows: list[list[str]]) -> list[str]:

@@ -387,7 +387,7 @@ def test_a_mix_of_pools_costs_less_than_any_pool_alone(tmp_path: Path, capsys: p
     assert not list(REPORT.iter_errors(doc))
     assert doc["mix"]["pools"] == [{"pool": "small", "nodes": 1}, {"pool": "large", "nodes": 2}]
     assert main(args) == 0
-    assert "cheapest mix found: 1 of small + 2 of large (cost 7," in capsys.readouterr().out
+    assert "cheapest mix found: 1 of small + 2 of large, costing 7 (after" in capsys.readouterr().out
 
 
 def test_a_mix_keeps_one_pool_when_it_alone_costs_no_more() -> None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from gpushare.placement.plot import MAX_NODES, RUNNING, UNHEALTHY, draw_gpu, frame_grid, plot_target, write_plot
     from gpushare.placement.report import (
         NEVER_RUNS,
+        binding,
         inspect_text,
         pending_dict,
         preempted_dict,
@@ -44,6 +45,7 @@ _PRESENTATION = {
     **dict.fromkeys(
         (
             "NEVER_RUNS",
+            "binding",
             "inspect_text",
             "pending_dict",
             "preempted_dict",
@@ -94,6 +96,7 @@ __all__ = [
     "SemanticsName",
     "Simulation",
     "Status",
+    "binding",
     "compiled",
     "draw_gpu",
     "engine_build",

@@ -30,6 +30,12 @@ GROUPED = "grouped"
 SPREAD = "spread"
 
 
+#: Reasons a report puts numbers to (`report.shortfall`): NodeResourcesFit's for a node at its pod count, and the
+#: GPU checks' opening for GPUs without the room (`... in one device`, `... in N devices`).
+TOO_MANY_PODS = "Too many pods"
+GPU_SHORT = "Insufficient GPU Memory in"
+
+
 class Rejection(NamedTuple):
     """A node a pod does not fit: the filter plugin that said so, and its reasons."""
 

@@ -5,14 +5,75 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from gpushare import output
-from gpushare.domain import kinds, kubescheduler
+from gpushare.domain import kinds, kubescheduler, labels
 from gpushare.domain.products import MIB_PER_UNIT, UNIT_GIB
+from gpushare.placement.framework import GPU_SHORT, TOO_MANY_PODS, Rejection
 from gpushare.placement.model import Node, Semantics
 from gpushare.placement.result import Pending, PlacementResult, Preempted
 from gpushare.policy.report import finding_dict, finding_lines
 
 #: The heading of the inputs' errors (`PlacementResult.findings`) in place's and capacity's text.
 NEVER_RUNS = "ERRORS IN THE INPUTS (as validate reports them: pods that never run or bind, nodes no real one reports)"
+
+
+def amount(resource: str, value: int) -> str:
+    """A request or a free amount as a person reads it: cpu in cores (or millicores), memory in Gi/Mi/Ki."""
+    if resource == "cpu":
+        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
+    if resource == "memory":
+        for suffix, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+            if value >= size:
+                return f"{value / size:.3g}{suffix}"
+    return str(value)
+
+
+def shortfall(p: Pending, node: Node, reason: str) -> str:
+    """A resource reason's numbers on a node as the run left it: what the pod asks, what is free ('' for a reason
+    that is no amount: taints, affinity, labels)."""
+    if reason == TOO_MANY_PODS:
+        return f"it holds {node.pods_used} of {node.pods} pods"
+    if reason.startswith(GPU_SHORT):
+        gpus = [g.free for g in node.gpus if g.healthy]
+        return f"asks {p.per_gpu} on one GPU, the largest free is {max(gpus, default=0)}, {sum(gpus)} free in all"
+    if not reason.startswith("Insufficient "):
+        return ""
+    name = reason.removeprefix("Insufficient ")
+    asked = dict(p.requests).get(name)
+    if asked is None:
+        return ""
+    return f"asks {amount(name, asked)}, {amount(name, max(_free(node, name), 0))} free"
+
+
+def binding(p: Pending, nodes: list[Node]) -> str:
+    """What keeps a pending pod out, named as it is: the reason most nodes give, with its numbers on the node that
+    comes closest (its state at the end of the run): `Insufficient cpu on 8 nodes: asks 12, 8 free (the most on
+    one node)`."""
+    if not p.reasons:
+        return p.message
+    reason, count = max(p.reasons, key=lambda rc: (rc[1], rc[0]))
+    said = f"{reason} on {count} of {p.nodes} nodes"
+    if reason == TOO_MANY_PODS:
+        return f"{said}: each holds its most pods"
+    if reason.startswith(GPU_SHORT):
+        best = max(nodes, key=lambda n: max((g.free for g in n.gpus if g.healthy), default=0), default=None)
+    elif reason.startswith("Insufficient "):
+        name = reason.removeprefix("Insufficient ")
+        best = max(nodes, key=lambda n: _free(n, name), default=None)
+    else:
+        return said
+    numbers = shortfall(p, best, reason) if best is not None else ""
+    return f"{said}: {numbers} (the most on one node: {best.name})" if numbers and best is not None else said
+
+
+def _free(node: Node, name: str) -> int:
+    """What a node has free of a resource NodeResourcesFit counts."""
+    if name == "cpu":
+        return node.cpu - node.cpu_used
+    if name == "memory":
+        return node.memory - node.memory_used
+    if name == labels.GPU_MEM:
+        return node.gpu_mem - node.gpu_mem_used
+    return node.other.get(name, 0) - node.other_used.get(name, 0)
 
 
 def fragmentation(result: PlacementResult) -> int:
@@ -185,15 +246,16 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
         lines.append(f"... {len(result.placements) - limit} more placed (-o json for all)")
     if result.pending:
         lines += ["", "PENDING"]
-        shown = result.pending[:limit]
-        for p in shown:
-            lines += output.table([[p.key, p.message]])
+        by_name = {n.name: n for n in result.nodes}
+        runs = _alike(result.pending)
+        for p, alike in runs[:limit]:
+            lines += output.table([[output.counted_key(p.key, alike), p.message]])
             if p.nominated:
                 lines.append(f"    nominated to {p.nominated} (status.nominatedNodeName)")
-            lines += [f"    {node}: {rejected.text}" for node, rejected in p.by_node]
+            lines += [_rejected(p, node, rejected, by_name) for node, rejected in p.by_node]
             lines += [f"    {node}: PostFilter DefaultPreemption: {answer}" for node, answer in p.preemption]
-        if len(result.pending) > limit:
-            lines.append(f"... {len(result.pending) - limit} more pending")
+        if len(runs) > limit:
+            lines.append(f"... {sum(n for _, n in runs[limit:])} more pending (-o json for all)")
     if result.preempted:
         lines += ["", "PREEMPTED (deleted by kube-scheduler to make room)"]
         rows = [["POD", "NODE", "PRIORITY", "BY"]]
@@ -225,6 +287,8 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
         f"GPUs touched {s['gpusTouched']}/{s['gpus']}; GPU memory {s['gpuMemory']['used']}/"
         f"{s['gpuMemory']['total']} x {unit}; fragmented {s['fragmentation']} x {unit}",
     ]
+    if result.placements and not (result.pending or result.invalid or result.not_served or result.findings):
+        lines.append("everything fits: every pod placed")
     if result.scored:
         lines.append(f"nodes chosen as {result.semantics.scheduler.label} scores them")
         total = len(result.nodes)
@@ -246,6 +310,25 @@ def to_text(result: PlacementResult, limit: int = 50) -> str:
     lines += _sampled_lines(result, limit)
     lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines) + "\n"
+
+
+def _alike(pending: list[Pending]) -> list[tuple[Pending, int]]:
+    """Pending pods in order, a run of one workload's replicas with one message and nothing of their own to say
+    (no nomination, no per-node reasons) told once, with their count."""
+
+    def same(first: Pending, p: Pending) -> bool:
+        alone = p.nominated or p.by_node or p.preemption or first.by_node or first.preemption
+        stems = output.replica_stem(first.namespace, first.name) == output.replica_stem(p.namespace, p.name)
+        return stems and first.message == p.message and not alone
+
+    return output.alike(pending, same)
+
+
+def _rejected(p: Pending, name: str, rejected: Rejection, nodes: dict[str, Node]) -> str:
+    """One node's `--explain` line, with the numbers of each resource reason."""
+    node = nodes.get(name)
+    numbers = [said for r in rejected.reasons if node is not None and (said := shortfall(p, node, r))]
+    return f"    {name}: {rejected.text}" + (f" ({'; '.join(numbers)})" if numbers else "")
 
 
 def _sampled_lines(result: PlacementResult, limit: int) -> list[str]:

@@ -53,6 +53,9 @@ class Pending(PodRef):
     unfiltered: int = 0
     #: The binding cycle's error where the filters passed but the bind fails (the pod's condition then holds it).
     error: str = ""
+    #: What it asks of a node, as NodeResourcesFit counts it: cpu (millicores), memory (bytes), aliyun.com/gpu-mem
+    #: (units) and extended resources; the words a report puts numbers to its reasons with (`report.shortfall`).
+    requests: tuple[tuple[str, int], ...] = ()
 
     @property
     def filters_message(self) -> str:

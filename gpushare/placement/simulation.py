@@ -345,7 +345,8 @@ class Simulation:
         elif engine == "auto":
             engine = choose_engine(len(valid), len(self.nodes))
         if engine == "fast":
-            from gpushare.placement.fast import engine as fast_engine  # numpy: loaded only for the fast engine
+            with process.paused():  # numpy, loaded only for the fast engine: its many objects are no garbage
+                from gpushare.placement.fast import engine as fast_engine
 
             runner = fast_engine.place
         else:
@@ -355,6 +356,12 @@ class Simulation:
                 self.nodes, valid, profile, dict(node_order or {}), explain, tick, self.inventory.budgets, draws, queue
             )
         self._changed(recount=True)
+        if result.pending:  # what each pending pod asks, for the reports' numbers (no cycles: nothing to collect)
+            asks = {p.key: p for p in valid}
+            with process.paused():
+                result.pending = [
+                    replace(p, requests=_requests(asks[p.key])) if p.key in asks else p for p in result.pending
+                ]
         result.scored = profile.scored
         result.invalid = [Invalid(p.namespace, p.name, p.invalid, p.source) for p in new if p.invalid]
         result.invalid += [Invalid(r.pod.namespace, r.pod.name, r.message, r.pod.source) for r in refused]
@@ -647,6 +654,12 @@ def _replay_gaps(new: Sequence[Pod], nodes: Sequence[Node], order: Mapping[str, 
     if unknown:
         gaps.append(f"--node-order: {len(unknown)} pods named are not among the pods to place: {listed(unknown)}")
     return gaps
+
+
+def _requests(pod: Pod) -> tuple[tuple[str, int], ...]:
+    """What a pod asks of a node, by resource name (`Pending.requests`)."""
+    asked = (("cpu", pod.cpu), ("memory", pod.memory), (labels.GPU_MEM, pod.node_gpu_mem), *pod.other)
+    return tuple((name, amount) for name, amount in asked if amount)
 
 
 def choose_engine(pods: int, nodes: int) -> EngineName:

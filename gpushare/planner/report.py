@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from gpushare import output
 from gpushare.domain import kinds
-from gpushare.placement import NEVER_RUNS, pending_dict, preempted_dict
+from gpushare.placement import NEVER_RUNS, binding, pending_dict, preempted_dict
 from gpushare.policy.engine import Finding
 from gpushare.policy.report import finding_dict, finding_lines
 
@@ -124,8 +124,10 @@ def write(
         sections.append(_sizing_lines(sizings, mix))
     if defrag is not None and defrag.pending:
         sections.append(_defrag_lines(defrag, unit))
+    if defrag is not None and not defrag.pending:
+        sections.append(["everything fits: every pending pod schedules, nothing to make room for"])
     if not sections:
-        sections.append(["every pending pod schedules: nothing to make room for"])
+        sections.append(["everything fits: nothing asked of the fleet"])
     if findings:
         sections.append([NEVER_RUNS, *finding_lines(findings)])
     out.write("\n\n".join("\n".join(lines) for lines in sections) + "\n")
@@ -141,6 +143,7 @@ def _move_text(m: Move) -> str:
 
 def _defrag_lines(d: Defrag, unit: str) -> list[str]:
     rows = [["PENDING POD", "PER GPU", "FREE", "LARGEST FREE", "MOVES", "WHAT WOULD MAKE IT FIT"]]
+    cells = []
     for f in d.pending:
         if f.moves is not None:
             what = "; ".join(_move_text(m) for m in f.moves)
@@ -149,7 +152,13 @@ def _defrag_lines(d: Defrag, unit: str) -> list[str]:
         share = f"{f.per_gpu}x{f.gpu_count}" if f.gpu_count > 1 else str(f.per_gpu)
         largest = f.largest_on_node if f.gpu_count > 1 else f.largest_free
         moves = str(len(f.moves)) if f.moves is not None else "-"
-        rows.append([f.key, share, str(f.free), str(largest), moves, what])
+        cells.append((f, [share, str(f.free), str(largest), moves, what]))
+
+    def same(a: tuple[Fragmentation, list[str]], b: tuple[Fragmentation, list[str]]) -> bool:
+        stem = output.replica_stem(a[0].namespace, a[0].name) == output.replica_stem(b[0].namespace, b[0].name)
+        return stem and a[1] == b[1]
+
+    rows += [[output.counted_key(f.key, n), *row] for (f, row), n in output.alike(cells, same)]
     lines = output.table(rows)
     lines += [
         "",
@@ -180,7 +189,7 @@ def _defrag_lines(d: Defrag, unit: str) -> list[str]:
 
 
 def _sizing_lines(sizings: list[Sizing], mix: Blend | None) -> list[str]:
-    rows = [["POOL", "ADD NODES", "COST", "UNSERVABLE PODS"]]
+    rows = [["POOL", "ADD NODES", "COST", "PENDING AT ITS MAX"]]
     rows += [[s.pool, str(s.nodes), f"{s.cost:g}", str(len(s.unservable))] for s in sizings]
     lines = output.table(rows)
     for s in sizings:
@@ -193,11 +202,13 @@ def _sizing_lines(sizings: list[Sizing], mix: Blend | None) -> list[str]:
             victims = ", ".join(f"{v.key} (by {v.by})" for v in s.result.preempted[:5])
             more = f" and {len(s.result.preempted) - 5} more" if len(s.result.preempted) > 5 else ""
             lines.append(f"{s.pool}: with {s.nodes} added, pending pods still preempt {victims}{more}")
+    lines.append("PENDING AT ITS MAX: pods still pending with the pool grown to its gpushare.io/pool-max nodes")
     if len(sizings) > 1:
         lines.append("each pool sized alone, cheapest first")
     if mix is not None:
         added = " + ".join(f"{n} of {pool}" for pool, n in mix.counts) or "no node"
-        lines += ["", f"cheapest mix found: {added} (cost {mix.cost:g}, {mix.replays} placements)"]
+        replays = f"{mix.replays} dry run{'s' if mix.replays != 1 else ''}"
+        lines += ["", f"cheapest mix found: {added}, costing {mix.cost:g} (after {replays} of candidate mixes)"]
         for pool, result in mix.one_fewer:
             if result.pending:
                 first = result.pending[0]
@@ -206,6 +217,10 @@ def _sizing_lines(sizings: list[Sizing], mix: Blend | None) -> list[str]:
             lines.append(f"mix: {p.key} stays pending: {p.message}")
         lines.append(f"searched: {mix.searched}")
     return lines
+
+
+#: Rows of where a template's replicas land, printed before the rest is summed up (-o json lists all).
+LANDED = 20
 
 
 def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
@@ -217,15 +232,14 @@ def _headroom_lines(answers: list[Headroom], unit: str) -> list[str]:
         rows.append([h.name, more, *gpu, why])
     lines = output.table(rows)
     for h in answers:
-        if h.blocked_by is not None and h.per_gpu:
-            lines += [
-                "",
-                f"{h.name}: the next replica asks {h.per_gpu} on one GPU; the largest free is {h.largest_free}"
-                f" ({h.short_nodes} GPU nodes have none that large)",
-            ]
+        if h.blocked_by is not None:
+            lines += ["", f"{h.name}: the next replica: {binding(h.blocked_by, h.result.nodes)}"]
         if h.landed:
             lines += ["", f"{h.name}: where the {h.more} land (node, GPUs, replicas)"]
-            lines += output.table([[x.node, ",".join(map(str, x.gpus)), str(x.replicas)] for x in h.landed])
+            lines += output.table([[x.node, ",".join(map(str, x.gpus)), str(x.replicas)] for x in h.landed[:LANDED]])
+            if len(h.landed) > LANDED:
+                rest = h.landed[LANDED:]
+                lines.append(f"... {sum(x.replicas for x in rest)} more on {len(rest)} more GPUs (-o json for all)")
         if h.preempted:
             lines += ["", f"{h.name}: its replicas preempt {len(h.preempted)} pods of lower priority (pod, node, by)"]
             lines += output.table([[v.key, v.node, v.by] for v in h.preempted])

@@ -13,10 +13,11 @@ from typing import ClassVar
 
 from gpushare.domain.kubescheduler import GPU_SHARE
 from gpushare.kube.ledger import Grammar
-from gpushare.placement.framework import Cycle, Plugin
+from gpushare.placement.framework import GPU_SHORT, Cycle, Plugin
 from gpushare.placement.model import Gpu, Node, Pod
 
-ONE_DEVICE = "Insufficient GPU Memory in one device"
+#: The extender's words for a node whose GPUs lack the room: in one device, or in N for a multi-GPU pod.
+ONE_DEVICE = f"{GPU_SHORT} one device"
 
 
 class GpuShare(Plugin):
@@ -98,7 +99,7 @@ class GpuShare(Plugin):
             return []
         roomy = sum(1 for g in node.gpus if g.free >= pod.per_gpu)
         if roomy < pod.gpu_count:
-            return [ONE_DEVICE if pod.gpu_count == 1 else f"Insufficient GPU Memory in {pod.gpu_count} devices"]
+            return [ONE_DEVICE if pod.gpu_count == 1 else f"{GPU_SHORT} {pod.gpu_count} devices"]
         if pod.core and sum(1 for g in node.gpus if g.free >= pod.per_gpu and g.core_free >= pod.core) < pod.gpu_count:
             return ["Insufficient GPU compute in one device"]
         return [self.limit_reason()]

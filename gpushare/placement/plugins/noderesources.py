@@ -14,10 +14,8 @@ from gpushare.domain.kubescheduler import (
     NODE_RESOURCES_FIT,
     ScoringProfile,
 )
-from gpushare.placement.framework import USAGE, Cycle, Plugin
+from gpushare.placement.framework import TOO_MANY_PODS, USAGE, Cycle, Plugin
 from gpushare.placement.model import Node, Pod
-
-TOO_MANY_PODS = "Too many pods"
 
 
 def lacking(node: Node, pod: Pod) -> list[str]:
