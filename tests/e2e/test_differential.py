@@ -415,7 +415,7 @@ def test_pods_the_scheduler_never_binds_or_never_sees(cluster: ControlPlane, sch
         assert not unbound.spec.node_name
         model = dry_run(case, [zero], semantics)
         (pending,) = model.pending
-        assert any("[GW217]" in w for w in model.warnings) and not model.invalid
+        assert [f.rule.id for f in model.findings] == ["GW217"] and not model.invalid
         # the condition the dry run gives, but for the extender's address (the stand-in's here)
         quoted = pending.message
         expected = re.escape(quoted).replace(re.escape("<the extender's urlPrefix>"), "http://127.0.0.1:[0-9]+/[a-z-]+")
