@@ -129,3 +129,20 @@ def test_the_library_validates_as_the_command_does(tmp_path: Path, capsys: pytes
         assert (("GW219", "Pod/ml/compute", "resources.limits.aliyun.com/gpu-core.percentage") in library) == bool(
             flags
         )
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+@pytest.mark.parametrize("semantics", [[], ["--semantics", "upstream", "--scheduler-name", "default-scheduler"]])
+def test_any_number_a_file_holds_is_answered(
+    engine: str, semantics: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GPU memory past any int64 (the capacity index once overflowed on it): modelled as written, GN314 said, exit 1;
+    the same answer from both engines."""
+    huge = [node(f"n{i}", "99999999999999999999", "4") for i in range(3)]
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all(huge))
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump(gpu_pod("p", {"aliyun.com/gpu-mem": "20000000000000000000"})))
+    args = ["place", "--nodes", str(tmp_path / "nodes.yaml"), str(tmp_path / "pods.yaml"), "--engine", engine]
+    assert main([*args, *semantics, "-o", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {f["rule"] for f in report["findings"]} == {"GN314"}
+    assert [(p["name"], p["gpus"][0]["units"]) for p in report["placements"]] == [("p", 20000000000000000000)]
