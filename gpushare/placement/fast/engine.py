@@ -20,7 +20,7 @@ from typing import Any
 from gpushare.placement import queue
 from gpushare.placement.fast.scoreindex import ScoreIndex
 from gpushare.placement.fast.searchindex import SearchIndex
-from gpushare.placement.fast.segmenttree import CapacityIndex, Key
+from gpushare.placement.fast.segmenttree import CapacityIndex, Key, capacity_index
 from gpushare.placement.framework import Cycle, Rejection
 from gpushare.placement.model import Gpu, Node, Pod
 from gpushare.placement.pluginsets import Profile
@@ -100,7 +100,7 @@ class FastEngine:
         found = cls.indexes.get(slot)
         if found is None:
             self.flush()
-            found = cls.indexes[slot] = CapacityIndex(self.limit, pod.gpu_count, cls.kind)
+            found = cls.indexes[slot] = capacity_index(self.limit, pod.gpu_count, cls.kind)
             for node in cls.members:
                 cap, key = self.profile.gpus.capacity(node, found.m, cls.kind), self.key(node)
                 found.add(cap, key)
