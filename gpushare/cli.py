@@ -197,9 +197,18 @@ def _flush() -> None:
 
 
 def _write_error(exc: OSError) -> None:
-    """One line naming what could not be written: the file, else the standard output the answer went to."""
+    """One line naming what could not be written: the file, else the standard output the answer went to (once:
+    the buffer the command could not write is still there at exit, and fails again)."""
+    what = exc.filename or "standard output"
+    if what in _REPORTED:
+        return
+    _REPORTED.add(what)
     with contextlib.suppress(OSError, ValueError):
-        print(f"gpushare: error: {exc.filename or 'standard output'}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"gpushare: error: {what}: {exc.strerror or exc}", file=sys.stderr)
+
+
+#: What a write error was already said for (`_write_error`).
+_REPORTED: set[str] = set()
 
 
 def _main(argv: Sequence[str] | None) -> int:

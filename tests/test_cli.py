@@ -321,9 +321,15 @@ def test_manifests_on_stdout_print_the_next_steps_on_stderr() -> None:
 def test_a_full_disk_under_the_answer_is_one_line_naming_it(args: list[str]) -> None:
     """`> /dev/full`: the answer cannot be written; one line names standard output and why, exit 1, no traceback
     (small answers fail only when flushed at exit, large ones while written)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as in a user's shell
     with open("/dev/full", "w") as full:
         done = subprocess.run(
-            [sys.executable, "-m", "gpushare", *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+            [sys.executable, "-m", "gpushare", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            env=env,
         )
     assert done.returncode == 1
     assert done.stderr == "gpushare: error: standard output: No space left on device\n"
