@@ -65,7 +65,7 @@ def test_cpu_that_binds_is_named_with_its_numbers(fleet: Path, capsys: pytest.Ca
 def test_gpu_memory_on_one_gpu_is_named_with_its_numbers(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (fleet / "big.yaml").write_text(yaml.safe_dump(burst(5, 10, "100m")))
     code, out = run(capsys, "place", "--nodes", str(fleet / "nodes.yaml"), str(fleet / "big.yaml"), "--explain")
-    said = "GPUShare: Insufficient GPU Memory in one device (asks 10 on one GPU, the largest free is 6, 12 free in all)"
+    said = "GPUShare: Insufficient GPU Memory in one device (asks 10 on one GPU; free per GPU: 6, 6)"
     assert code == 0 and f"    n0: {said}" in out
 
 

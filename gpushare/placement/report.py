@@ -33,8 +33,8 @@ def shortfall(p: Pending, node: Node, reason: str) -> str:
     if reason == TOO_MANY_PODS:
         return f"it holds {node.pods_used} of {node.pods} pods"
     if reason.startswith(GPU_SHORT):
-        gpus = [g.free for g in node.gpus if g.healthy]
-        return f"asks {p.per_gpu} on one GPU, the largest free is {max(gpus, default=0)}, {sum(gpus)} free in all"
+        gpus = [str(g.free) if g.healthy else "unhealthy" for g in node.gpus]
+        return f"asks {p.per_gpu} on one GPU; free per GPU: {', '.join(gpus) or 'no GPU'}"
     if not reason.startswith("Insufficient "):
         return ""
     name = reason.removeprefix("Insufficient ")
