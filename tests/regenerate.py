@@ -1,5 +1,5 @@
 """Regenerate the repository's generated files: charts/ack-ai-installer (default settings), the settings schema,
-the README's table of scheduler configuration APIs and docs/rules.md's table of rules.
+the README's table of scheduler configuration APIs, docs/rules.md's table of rules and docs/metrics.md.
 
 Run `python tests/regenerate.py` after changing the generator; test_generated_files_in_sync fails until you do.
 """
@@ -26,6 +26,7 @@ from gpushare.domain.versions import (  # noqa: E402
     is_deprecated,
     served_apis,
 )
+from gpushare.live.metrics import reference as metrics_reference  # noqa: E402
 from gpushare.policy.rules import RULES  # noqa: E402
 from gpushare.settings.model import settings_schema  # noqa: E402
 
@@ -52,6 +53,7 @@ SETTINGS_SCHEMA = REPO / "schemas" / "installer-settings.schema.json"
 
 README = REPO / "README.md"
 RULES_DOC = REPO / "docs" / "rules.md"
+METRICS_DOC = REPO / "docs" / "metrics.md"
 
 
 def _config_apis() -> str:
@@ -107,6 +109,7 @@ def expected() -> dict[Path, str]:
     files[SETTINGS_SCHEMA] = json.dumps(settings_schema(), indent=2) + "\n"
     files[README] = readme(README.read_text())
     files[RULES_DOC] = generated(RULES_DOC.read_text(), RULES_DOC, {"rules": _rules()})
+    files[METRICS_DOC] = metrics_reference()
     return files
 
 
@@ -119,7 +122,8 @@ def main() -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     print(
-        f"wrote the charts under charts/, {SETTINGS_SCHEMA.relative_to(REPO)}, README.md's and docs/rules.md's tables"
+        f"wrote the charts under charts/, {SETTINGS_SCHEMA.relative_to(REPO)}, README.md's and docs/rules.md's tables, "
+        "docs/metrics.md"
     )
     return 0
 
