@@ -222,6 +222,8 @@ class Ledger:
     #: The input holds kube-system's pods or DaemonSets: where the plugins and installers run can be told (a
     #: namespace's pods alone cannot say a node runs none).
     agents_read: bool = True
+    #: The pods no node holds yet (no spec.nodeName) that have not ended: what doctor asks the never-run rules of.
+    waiting: list[Workload] = field(default_factory=list)
 
 
 def gpu_pod(work: Workload, node: str, grammar: Grammar) -> GpuPod:
@@ -306,10 +308,13 @@ def read_ledger(
         for n in infos
         if n.gpu_mem > 0 or n.mode in labels.SHARED_MODES or n.labels.get(key) == value
     }
-    held = []
+    held, waiting = [], []
     for work in pods:
-        node = nodes.get(str(work.spec.get("nodeName") or ""))
+        named = str(work.spec.get("nodeName") or "")
+        node = nodes.get(named)
         if node is None:
+            if not named:
+                waiting.append(work)
             continue
         owner = work.controller
         role = agents.get((work.namespace, owner[2])) if owner is not None and owner[1] == "DaemonSet" else None
@@ -345,4 +350,5 @@ def read_ledger(
         readings,
         grammar,
         agents_read=bool(daemonsets) or any(p.namespace == "kube-system" for p in pods),
+        waiting=waiting,
     )

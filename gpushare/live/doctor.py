@@ -4,14 +4,12 @@ live read or on a snapshot's files. Read-only; reports like `validate`."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 from gpushare.domain import kinds, products
 from gpushare.kube.cluster import PAGE, READS, Cluster, ClusterError, Listing, pages
 from gpushare.kube.documents import Source
-from gpushare.kube.fields import mapping
 from gpushare.kube.ledger import ASSUME_TIMEOUT, Grammar, read_ledger
-from gpushare.kube.workloads import Workload, read_workload
 from gpushare.policy import neverruns
 from gpushare.policy.engine import ClusterFacts, Subject, evaluate
 from gpushare.policy.rules import RULES
@@ -44,18 +42,6 @@ def read_live(kubeconfig: str | None, context: str | None = None) -> tuple[list[
     except ClusterError:
         version = None
     return found, version
-
-
-def _unscheduled(sources: Iterable[Source]) -> Iterator[Workload]:
-    """The pods no node holds yet (no spec.nodeName) that have not ended."""
-    for src in sources:
-        if src.kind != "Pod" or mapping(src.obj.get("spec")).get("nodeName"):
-            continue
-        if mapping(src.obj.get("status")).get("phase") in ("Succeeded", "Failed"):
-            continue
-        view = read_workload(src)
-        if view is not None:
-            yield view
 
 
 def snapshot_version(sources: Iterable[Source]) -> str | None:
@@ -103,10 +89,8 @@ def doctor(
         )
     findings = evaluate(subjects, facts, rules)
     # the pods still to be scheduled that never will be (validate's errors on them, as place reports them)
-    waiting = ClusterFacts(
-        nodes=facts.nodes, scheduler_name=served[0] if len(served) == 1 else None, semantics=semantics
-    )
-    for view in _unscheduled(sources):
+    waiting = ClusterFacts(nodes=facts.nodes, semantics=semantics)
+    for view in ledger.waiting:
         findings += neverruns.of_workload(view, waiting)
     read = sum(1 for s in sources if s.kind in LEDGER_KINDS)
     known = {listing.kind for listings in READS.values() for listing in listings} | {kinds.SNAPSHOT}

@@ -332,14 +332,7 @@ class Simulation:
         served = self.semantics.served_scheduler
         refused, quota_notes = admission.admit(quotas, self.running, [p for p in new if not p.invalid])
         never_created = {id(r.pod) for r in refused}
-        # a pod that names its node is bound at creation, whichever scheduler it names
-        valid = [
-            p
-            for p in new
-            if not p.invalid
-            and id(p) not in never_created
-            and (p.scheduler_name == served or not p.wants_gpu or p.node is not None)
-        ]
+        valid = [p for p in new if not p.invalid and id(p) not in never_created and self.serves(p)]
         if profile.pick is not None:  # the fast engine's indexes keep the repeatable tie-break: a sample goes node
             engine = "reference"  # by node
         elif engine == "auto":
@@ -368,11 +361,7 @@ class Simulation:
         result.not_served = [
             NotServed(p.namespace, p.name, p.scheduler_name, served, p.source)
             for p in new
-            if not p.invalid
-            and id(p) not in never_created
-            and p.wants_gpu
-            and p.scheduler_name != served
-            and p.node is None
+            if not p.invalid and id(p) not in never_created and not self.serves(p)
         ]
         unindexed = profile.unindexed(valid, self.nodes) if explain and engine == "fast" else []
         result.warnings = [
@@ -392,6 +381,11 @@ class Simulation:
         return result
 
     # --- one pod -------------------------------------------------------------------------------------------------
+
+    def serves(self, pod: Pod) -> bool:
+        """Whether the modelled scheduler takes the pod: it names the scheduler the extender serves, asks no GPU
+        (any scheduler places it alike), or names its node (bound at creation, whichever scheduler it names)."""
+        return pod.scheduler_name == self.semantics.served_scheduler or not pod.wants_gpu or pod.node is not None
 
     def fits(self, pod: Pod, node: Node, *, prefilter: bool = True) -> Fit:
         """Each filter plugin's status for `pod` on `node` as it stands, in kube-scheduler's order, up to the first

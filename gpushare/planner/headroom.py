@@ -189,12 +189,12 @@ def _headroom_of(
     # the replica read as the pending pods are (its controller counts for spreading), held out of their queue
     fleet = Simulation.from_sources(nodes, existing, pending, semantics, input_unit, templates=probe)
     replica = fleet.templates[-1]
-    served = fleet.semantics.served_scheduler
-    if replica.wants_gpu and replica.scheduler_name != served:
+    if not fleet.serves(replica):
         raise InputError(
             f"--template {kind} {namespace}/{name} spec.schedulerName",
             replica.scheduler_name,
-            f"{served}, the scheduler whose pods reach the gpushare extender (--scheduler-name names another)",
+            f"{fleet.semantics.served_scheduler}, the scheduler whose pods reach the gpushare extender "
+            "(--scheduler-name names another)",
             template.where,
         )
     preempts = replica.preempts and fleet.profile.post_filter is not None
