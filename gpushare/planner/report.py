@@ -124,10 +124,8 @@ def write(
         sections.append(_sizing_lines(sizings, mix))
     if defrag is not None and defrag.pending:
         sections.append(_defrag_lines(defrag, unit))
-    if defrag is not None and not defrag.pending:
+    if defrag is not None and not defrag.pending:  # (capacity always asks one of the three)
         sections.append(["everything fits: every pending pod schedules, nothing to make room for"])
-    if not sections:
-        sections.append(["everything fits: nothing asked of the fleet"])
     if findings:
         sections.append([NEVER_RUNS, *finding_lines(findings)])
     out.write("\n\n".join("\n".join(lines) for lines in sections) + "\n")
