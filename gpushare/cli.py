@@ -81,6 +81,15 @@ COMMANDS: dict[str, Command] = {
         "each GPU node needs, the scheduler configuration and the unit, live (--kubeconfig) or on a snapshot's files. "
         "Exit 0 clean or warnings only, 1 on errors (--strict: warnings too), 2 on unusable input.",
     ),
+    "watch": Command(
+        "gpushare.commands.watch",
+        "keep the ledger, fragmentation and headroom current: Prometheus metrics (read-only)",
+        "List, then watch, what snapshot reads of a live cluster (read-only), keep the placement model current event "
+        "by event, and serve it: /metrics (each GPU's memory and what its pods hold, pools' stranded and fragmented "
+        "memory, templates' headroom, pending pods by reason, doctor's findings, the watch's own health), /healthz, "
+        "/readyz, /explain?pod=NS/NAME and /capacity?template=NAME (JSON). SIGTERM ends it (exit 0); exit 2 on an "
+        "unreachable or refusing cluster.",
+    ),
     "inspect": Command(
         "gpushare.commands.inspect",
         "per-GPU allocation, like kubectl inspect gpushare",

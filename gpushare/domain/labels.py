@@ -14,6 +14,8 @@ GPU_CORE = "aliyun.com/gpu-core.percentage"
 SCHEDULE_LABEL = "ack.node.gpu.schedule"
 PLACEMENT_LABEL = "ack.node.gpu.placement"
 OPEN_SOURCE_NODE_LABEL = ("gpushare", "true")
+#: The node label ACK puts on each node of a node pool (its ID): `gpushare watch`'s pools by default.
+NODE_POOL_LABEL = "alibabacloud.com/nodepool-id"
 
 #: Node modes of `ack.node.gpu.schedule`, and which of them take shared-GPU pods.
 SHARED_MODES: tuple[str, ...] = ("share", "cgpu", "core_mem")

@@ -143,10 +143,12 @@ READS: dict[str, tuple[Listing, ...]] = {
 }
 
 
-def pages(cluster: Cluster, listing: Listing, page: int) -> Iterator[list[dict[str, Any]]]:
-    """The items of one list call, a page at a time (`limit`/`continue`), each with its kind and apiVersion."""
-    api = getattr(cluster, listing.api)
-    method = getattr(api, listing.method)
+def pages(
+    cluster: Cluster, listing: Listing, page: int, versions: list[str] | None = None
+) -> Iterator[list[dict[str, Any]]]:
+    """The items of one list call, a page at a time (`limit`/`continue`), each with its kind and apiVersion.
+    `versions` is given the list's resourceVersion (every page of one list shares it): where a watch starts."""
+    method = getattr(getattr(cluster, listing.api), listing.method)
     token: str | None = None
     while True:
         kwargs: dict[str, Any] = dict(listing.args)
@@ -159,10 +161,76 @@ def pages(cluster: Cluster, listing: Listing, page: int) -> Iterator[list[dict[s
         items = body.get("items") or []
         for item in items:
             item["kind"], item["apiVersion"] = listing.kind, listing.api_version
+        meta = body.get("metadata") or {}
+        if versions is not None and not token:
+            versions.append(str(meta.get("resourceVersion") or ""))
         yield items
-        token = (body.get("metadata") or {}).get("continue") or None
+        token = meta.get("continue") or None
         if not token:
             return
+
+
+class Expired(ClusterError):
+    """A watch's resourceVersion is too old for the API server (410 Gone): list again, then watch from there."""
+
+
+#: The list calls `gpushare watch` keeps current: the snapshot's (`READS`), but the pods in one watch (bound and
+#: unbound alike: a pod the scheduler binds moves between the snapshot's two pod lists, which two watches would
+#: report in either order).
+WATCHES: tuple[Listing, ...] = (
+    READS["nodes.json"][0],
+    Listing("Pod", "v1", "list_pod_for_all_namespaces", required=True),
+    *(listing for listing in READS["existing.json"] if listing.kind != "Pod"),
+    *READS["daemonsets.json"],
+)
+
+
+def _raw_watch() -> Any:
+    """The kubernetes client's watch, its events' objects left as the server's JSON (no model classes: the
+    watcher reads plain dicts as the lists give them, and a 1,000-event-per-second churn spends nothing on models).
+    Its handling of the server's ERROR events (410 Gone raised) is kept."""
+    from kubernetes import watch
+
+    raw: Any = watch.Watch()  # type: ignore[no-untyped-call]
+    raw.get_return_type = lambda _func: None
+    return raw
+
+
+def watch_events(
+    cluster: Cluster, listing: Listing, version: str, timeout: int, stopper: Callable[[Any], None] = lambda _: None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """One watch of a list call from `version`, for at most `timeout` seconds (the server ends it): its events as
+    (type, object), BOOKMARKs included (their object carries only the resourceVersion). An expired version raises
+    Expired; what else goes wrong, a ClusterError. `stopper` is handed the watch, to `stop()` it from another thread."""
+    from kubernetes.client.exceptions import ApiException
+
+    raw = _raw_watch()
+    stopper(raw)
+    method = getattr(getattr(cluster, listing.api), listing.method)
+    kwargs: dict[str, Any] = dict(listing.args)
+    try:
+        with translated():
+            try:
+                for event in raw.stream(
+                    method,
+                    resource_version=version,
+                    timeout_seconds=timeout,
+                    allow_watch_bookmarks=True,
+                    _request_timeout=(10, timeout + 30),
+                    **kwargs,
+                ):
+                    if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+                        continue
+                    obj = event["object"]
+                    obj.setdefault("kind", listing.kind)
+                    obj.setdefault("apiVersion", listing.api_version)
+                    yield str(event.get("type") or ""), obj
+            except ApiException as exc:
+                if exc.status == 410:
+                    raise Expired(f"watching {listing.kind}s: {exc.reason}") from None
+                raise
+    finally:
+        raw.stop()
 
 
 @dataclass

@@ -321,6 +321,37 @@ class Inventory:
     #: The pods of the workloads read last but held out of the queue (`build`'s `held`): templates whose replicas a
     #: planner adds, read as the pending ones were (their controllers count for spreading).
     held: list[Pod] = field(default_factory=list)
+    #: How its objects were read, to read one more the same way (a live cluster's next event).
+    reading: Reading | None = None
+
+
+@dataclass
+class Reading:
+    """What a fleet's pods and nodes are read against: the profile, the unit's ratio, the controllers and Services
+    (spreading), the Namespaces' labels, the PriorityClasses and the GPUs marked unhealthy. Kept with the model so a
+    pod or node that arrives later (`gpushare watch`'s events) is modelled exactly as the ones read with it were."""
+
+    plugins: Profile
+    ratio: tuple[int, int]
+    owners: Owners
+    namespaces: dict[str, dict[str, str]]
+    classes: Mapping[str, priorities.PriorityClass]
+    unhealthy: dict[str, set[int]]
+
+    def pod(self, src: Source) -> Pod | None:
+        """One Pod as the fleet's were read: a bound one as running (charged by its annotations), an unbound one
+        as one to place (its spreading worked out). None for what is no pod."""
+        view = read_workload(src)
+        if view is None or view.kind != "Pod":
+            return None
+        if view.spec.get("nodeName"):
+            return to_pod(view, self.plugins, self.ratio, namespaces=self.namespaces, classes=self.classes)
+        return next(_pods(view, [], self.plugins, self.ratio, self.owners, self.namespaces, 0, self.classes))
+
+    def node(self, src: Source) -> Node | None:
+        """One Node as the fleet's were read (None for what is no Node); an invalid one raises InputError."""
+        info = read_node(src)
+        return None if info is None else node_model(info, self.unhealthy, self.plugins, self.ratio)
 
 
 def _unhealthy(sources: Iterable[Source]) -> dict[str, set[int]]:
@@ -453,7 +484,8 @@ def _build(
         "(--existing) for the scheduling order and preemption to be modelled"
         for note, count in sorted(unknown.items())
     ]
-    return Inventory(nodes, existing, new, ignored, quotas, budgets, notes, findings, kept)
+    reading = Reading(plugins, ratio, owners, namespaces, classes, unhealthy)
+    return Inventory(nodes, existing, new, ignored, quotas, budgets, notes, findings, kept, reading)
 
 
 def _taken(docs: list[Source], consume: bool) -> Iterator[Source]:

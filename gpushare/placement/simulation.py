@@ -32,7 +32,7 @@ from gpushare.kube.documents import Objects, Source, from_objects, read_document
 from gpushare.kube.nodes import NodeInfo
 from gpushare.placement import admission, pluginsets, reference
 from gpushare.placement.framework import Cycle, Rejection
-from gpushare.placement.inputs import Inventory, build, replica
+from gpushare.placement.inputs import Inventory, Reading, build, replica
 from gpushare.placement.model import Entry, Node, Pod, Semantics, with_changes
 from gpushare.placement.pluginsets import Profile
 from gpushare.placement.queue import QueueMode
@@ -252,6 +252,9 @@ class Simulation:
 
     def node(self, name: str) -> Node:
         return self._by_name[name]
+
+    def has_node(self, name: str) -> bool:
+        return name in self._by_name
 
     def replicas(self, pod: Pod, names: Sequence[str], kind: str) -> list[Pod]:
         """More replicas of a pod of a `kind` controller, named (and, a StatefulSet's, labelled) as it would."""
@@ -479,6 +482,75 @@ class Simulation:
             self._journal.append((node, None, [], True))
         self._changed()
         return node
+
+    # --- a live cluster's changes (`gpushare watch`) ---------------------------------------------------------------
+
+    def read_pod(self, source: Source) -> Pod | None:
+        """A Pod that arrived after the simulation was built, read as its pods were (`Reading.pod`): bound, a
+        running pod to `bind`; unbound, one to `enqueue`. None for what is no Pod."""
+        return self._reading().pod(source)
+
+    def enqueue(self, pod: Pod) -> None:
+        """A pod created unbound joins the pending ones, at the end of the queue."""
+        self.pending.append(pod)
+
+    def dequeue(self, pod: Pod) -> None:
+        """A pending pod gone (bound by the real scheduler, or deleted): it leaves the queue."""
+        pending = self.pending
+        del pending[next(i for i in range(len(pending) - 1, -1, -1) if pending[i] is pod)]
+
+    def put_node(self, source: Source) -> Node | None:
+        """A Node added or changed, made from its document as the others were (an invalid one raises InputError):
+        a new name is added last; a changed node keeps its place, and its running pods move to it, charged again by
+        their annotations. None for what is no Node. Not undoable: never while a mark is open."""
+        self._refuse_open_mark("a node put")
+        node = self._reading().node(source)
+        if node is None:
+            return None
+        old = self._by_name.get(node.name)
+        node.journal = self._journal
+        moved = [] if old is None else list(old.bound)
+        if old is None:
+            node.id = len(self.nodes)
+            self.nodes.append(node)
+        else:
+            node.id = old.id
+            self.nodes[old.id] = node
+        self._by_name[node.name] = node
+        for pod in moved:
+            self.bind(pod, node)
+        self._changed(recount=True)
+        return node
+
+    def remove_node(self, name: str) -> list[Pod]:
+        """A Node deleted: it leaves the model, with the pods bound to it (returned: the garbage collector deletes
+        them in a cluster). Not undoable: never while a mark is open."""
+        self._refuse_open_mark("a node removed")
+        node = self._by_name.pop(name)
+        del self.nodes[node.id]
+        for i in range(node.id, len(self.nodes)):
+            self.nodes[i].id = i
+        self._changed(recount=True)
+        return list(node.bound)
+
+    def trial(self, *, engine: EngineName = "auto", explain: bool = False, draws: bool = False) -> PlacementResult:
+        """The pending pods sent through the queue on the state as it stands, then rolled back: what would bind and
+        what stays pending now, asked as often as the state changes (`run` runs once)."""
+        self.charge()
+        mark = self.mark()
+        try:
+            return self._queue(list(self.pending), self.inventory.quotas, engine, None, explain, False, draws, [])
+        finally:
+            self.rollback(mark)
+
+    def _reading(self) -> Reading:
+        if self.inventory.reading is None:
+            raise ValueError("this simulation was not read from documents: it cannot read one more")
+        return self.inventory.reading
+
+    def _refuse_open_mark(self, what: str) -> None:
+        if self._journal:
+            raise RuntimeError(f"{what} cannot be undone: roll back to the open mark first")
 
     # --- undo ----------------------------------------------------------------------------------------------------
 

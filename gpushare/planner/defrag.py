@@ -151,14 +151,14 @@ class Layout:
     Movable: the pods that were running before (not those the placement just bound), served by the modelled
     scheduler, holding GPU devices, not run by a DaemonSet (its controller would put it back on the same node)."""
 
-    def __init__(self, fleet: Simulation, result: PlacementResult) -> None:
+    def __init__(self, fleet: Simulation, result: PlacementResult, running: Iterable[Pod] | None = None) -> None:
         self.fleet = fleet
         self.nodes: list[Node] = result.nodes
         self.by_name = {n.name: n for n in self.nodes}
         served = fleet.semantics.served_scheduler
         self.specs: dict[str, Pod] = {
             p.key: p
-            for p in fleet.running
+            for p in (fleet.running if running is None else running)
             if p.wants_gpu and p.scheduler_name == served and (p.owner is None or p.owner[0] != "DaemonSet")
         }
         self.moved: set[str] = set()
@@ -395,6 +395,16 @@ def fragmentation(
             )
         )
     return answers
+
+
+def pending_now(fleet: Simulation, running: Iterable[Pod], limit: int = MAX_MOVES) -> list[Fragmentation]:
+    """`fragmentation` on a simulation kept current (`gpushare watch`), whose running pods are `running` (as read,
+    not as charged): its pending pods placed, each left pending measured and searched, then all of it rolled back."""
+    mark = fleet.mark()
+    try:
+        return fragmentation(Layout(fleet, fleet.schedule(list(fleet.pending), draws=False), running), limit)
+    finally:
+        fleet.rollback(mark)
 
 
 def _renamed(move: Move, reason: str) -> Move:

@@ -185,9 +185,8 @@ def _headroom_of(
             template.where,
             "a template that is not also among the pending workloads (give it once, as the template)",
         )
-    probe, _ = _replicas(template, kind, name, 1)
     # the replica read as the pending pods are (its controller counts for spreading), held out of their queue
-    fleet = Simulation.from_sources(nodes, existing, pending, semantics, input_unit, templates=probe)
+    fleet = Simulation.from_sources(nodes, existing, pending, semantics, input_unit, templates=[probe(template)])
     replica = fleet.templates[-1]
     if not fleet.serves(replica):
         raise InputError(
@@ -209,37 +208,75 @@ def _headroom_of(
         result.findings = first.findings  # the template's findings once, not once per replica
     else:  # the replicas placed on the fleet the first run left, read and charged once
         before = fleet.run(draws=False)
-        bound = _bound(before, replica, preempts)
-        names = [_name(name, i) for i in range(bound)]
-        result = fleet.schedule(fleet.replicas(replica, names, kind), draws=False)
-        result.warnings[:0] = before.warnings
-        result.findings = before.findings
-    mine = {f"{namespace}/{n}" for n in names}
+        result, names = _more(fleet, before, replica, kind, name, preempts)
+    sampled = [0]
+    if fleet.profile.scored:  # kube-scheduler's scores may tie (ACK's node order never does)
+        for seed in range(1, runs + 1):
+            sample = headroom_of(nodes, existing, pending, template, replace(semantics, tie_seed=seed), input_unit)
+            sampled.append(sample.more)
+    return _answer(result, f"{kind}/{namespace}/{name}", {f"{namespace}/{n}" for n in names}, sampled)
+
+
+def _more(
+    fleet: Simulation, before: PlacementResult, replica: Pod, kind: str, name: str, preempts: bool
+) -> tuple[PlacementResult, list[str]]:
+    """The replicas placed on the state `before` left: as many as the room left could hold, and one more."""
+    bound = _bound(before, replica, preempts)
+    names = [_name(name, i) for i in range(bound)]
+    result = fleet.schedule(fleet.replicas(replica, names, kind), draws=False)
+    result.warnings[:0] = before.warnings
+    result.findings = before.findings
+    return result, names
+
+
+def _answer(result: PlacementResult, label: str, mine: set[str], sampled: list[int]) -> Headroom:
+    """The answer read from the run that placed the replicas (`mine`, their keys); `sampled`: the other runs'
+    counts (their first entry stands for this run's)."""
     placed = [a for a in result.placements if a.key in mine]
     victims = tuple(v for v in result.preempted if v.by in mine)
     blocked = next((p for p in result.pending if p.key in mine), None)
     landings = Counter((a.node, tuple(i for i, _ in a.gpus)) for a in placed)
     per_gpu = max((units for a in placed for _, units in a.gpus), default=0) or (blocked.per_gpu if blocked else 0)
-    sampled = [len(placed)]
-    if fleet.profile.scored:  # kube-scheduler's scores may tie (ACK's node order never does)
-        for seed in range(1, runs + 1):
-            sample = headroom_of(nodes, existing, pending, template, replace(semantics, tie_seed=seed), input_unit)
-            sampled.append(sample.more)
+    counts = [len(placed), *sampled[1:]]
     return Headroom(
-        name=f"{kind}/{namespace}/{name}",
+        name=label,
         more=len(placed),
-        more_min=min(sampled),
-        more_max=max(sampled),
+        more_min=min(counts),
+        more_max=max(counts),
         per_gpu=per_gpu,
         landed=tuple(Landing(node, gpus, n) for (node, gpus), n in sorted(landings.items())),
         blocked_by=blocked,
         stranded=_stranded(result, per_gpu),
         largest_free=max((g.total - g.used for n in result.nodes for g in n.gpus if g.healthy), default=0),
         result=result,
-        runs=len(sampled) - 1,
+        runs=len(counts) - 1,
         preempted=victims,
         short_nodes=sum(1 for n in result.nodes if n.gpus and max((g.free for g in n.gpus), default=0) < per_gpu),
     )
+
+
+def probe(template: Source) -> Source:
+    """A template checked (a kind whose replicas can be added, valid) as the one replica a simulation holds out of
+    its queue (`Simulation.from_sources`' `templates`), to count its headroom on that simulation later
+    (`headroom_now`)."""
+    kind, _, name = _template(template)
+    return _replicas(template, kind, name, 1)[0][0]
+
+
+def headroom_now(fleet: Simulation, template: Source, replica: Pod) -> Headroom:
+    """The headroom of a template on a simulation kept current (`gpushare watch`): its pending pods placed, then
+    the replicas, then all of it rolled back; `replica` is the template's pod the simulation holds
+    (`Simulation.templates`, in the order `probe`'s were given). The answer's `result` holds the live nodes, rolled
+    back: read its numbers, not its nodes."""
+    kind, namespace, name = _template(template)
+    preempts = replica.preempts and fleet.profile.post_filter is not None
+    mark = fleet.mark()
+    try:
+        before = fleet.schedule(list(fleet.pending), draws=False)
+        result, names = _more(fleet, before, replica, kind, name, preempts)
+        return _answer(result, f"{kind}/{namespace}/{name}", {f"{namespace}/{n}" for n in names}, [0])
+    finally:
+        fleet.rollback(mark)
 
 
 def _name(name: str, i: int) -> str:

@@ -1,0 +1,178 @@
+"""`gpushare watch`: the GPU-sharing ledger, fragmentation and headroom kept current from a live cluster (list, then
+watch; read-only) and served as Prometheus metrics, with /explain and /capacity answers in JSON."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import signal
+import sys
+import threading
+from dataclasses import replace
+
+from gpushare.commands import fleet
+from gpushare.commands.arguments import scheduler_name, seconds, whole
+from gpushare.domain.labels import NODE_POOL_LABEL
+from gpushare.errors import InputError
+from gpushare.kube.cluster import Cluster, ClusterError
+from gpushare.kube.documents import read_paths
+from gpushare.kube.ledger import ASSUME_TIMEOUT
+from gpushare.live import doctor as doctoring
+from gpushare.live import serve
+from gpushare.live.metrics import exposition
+
+DEFAULT_LISTEN = "127.0.0.1:9445"
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InputError("--listen", text, "HOST:PORT, a port from 0 to 65535 (0.0.0.0:9445 for every address)")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
+    fleet.add_kubeconfig(p, "the cluster's kubeconfig (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+    p.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="HOST:PORT",
+        help=f"where to serve /metrics, /healthz, /readyz, /explain, /capacity (default {DEFAULT_LISTEN}; "
+        "0.0.0.0:9445 in a pod)",
+    )
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="list the cluster once, print the metrics (Prometheus' text format) on stdout and exit",
+    )
+    fleet.add_semantics(p)
+    fleet.add_kube_version(p, "the kube-scheduler modelled (default: the cluster's)")
+    p.add_argument(
+        "--template",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a pod template whose headroom to serve (a Pod or a controller; a file or a directory, such as a "
+        "mounted ConfigMap; repeatable)",
+    )
+    p.add_argument(
+        "--pool-label",
+        default=NODE_POOL_LABEL,
+        metavar="LABEL",
+        help=f"the node label whose values make the pools (default {NODE_POOL_LABEL}, ACK's node pool ID)",
+    )
+    p.add_argument(
+        "--debounce",
+        type=seconds("--debounce"),
+        default=1.0,
+        metavar="SECONDS",
+        help="after changes, recompute the metrics at most this often (default 1)",
+    )
+    p.add_argument(
+        "--heavy-every",
+        type=seconds("--heavy-every"),
+        default=10.0,
+        metavar="SECONDS",
+        help="recompute the templates' headroom and the moves that would fit pending pods at most this often "
+        "(default 10)",
+    )
+    p.add_argument(
+        "--doctor-every",
+        type=seconds("--doctor-every"),
+        default=30.0,
+        metavar="SECONDS",
+        help="run doctor's rules on the cluster's objects at most this often (default 30)",
+    )
+    p.add_argument(
+        "--resync",
+        type=seconds("--resync"),
+        default=600.0,
+        metavar="SECONDS",
+        help="list every kind whole again this often and compare it with the model (default 600)",
+    )
+    p.add_argument(
+        "--scheduler-name",
+        action="append",
+        type=scheduler_name,
+        metavar="NAME",
+        help="a spec.schedulerName GPU sharing serves, for doctor (repeatable; default: "
+        f"{', '.join(doctoring.SERVED)})",
+    )
+    p.add_argument(
+        "--assume-timeout",
+        type=seconds("--assume-timeout"),
+        default=ASSUME_TIMEOUT,
+        metavar="SECONDS",
+        help=f"doctor: a pod assumed this long and never allocated is reported (default {ASSUME_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--ready-timeout",
+        type=whole("--ready-timeout", 1, 86_400),
+        default=600,
+        metavar="SECONDS",
+        help="with --once: give up when the first lists take longer (default 600)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="say nothing on stderr but errors")
+    p.set_defaults(nodes=[], existing=[])  # the fleet is the live cluster's
+
+
+def main(args: argparse.Namespace) -> int:
+    listen = _listen(args.listen)
+    templates = read_paths(args.template, show_progress=False) if args.template else []
+    if args.template and not templates:
+        raise InputError("--template", ", ".join(args.template), "files that hold a pod template (these hold none)")
+    cluster = Cluster(args.kubeconfig or None, args.context)
+    version = str(cluster.call(cluster.version_api.get_code).git_version)  # unreachable or refused: said, exit 2
+    scheduler, notes = fleet.scheduler_profile(args.kube_version, None, version)
+    semantics = replace(fleet.request_of(args).semantics, scheduler=scheduler, scheduler_name=None)
+    options = serve.Options(
+        debounce=args.debounce,
+        heavy_every=args.heavy_every,
+        doctor_every=args.doctor_every,
+        pool_label=args.pool_label,
+        served=tuple(args.scheduler_name or doctoring.SERVED),
+        assume_timeout=args.assume_timeout,
+        kube_version=version,
+    )
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            print(f"gpushare: {text}", file=sys.stderr)
+
+    for note in notes:
+        say(f"note: {note}")
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():  # SIGTERM: a pod's normal end, served to the last
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    gc.enable()  # a long-running process: the cycles its reads leave behind are collected as it goes
+    running = serve.start(
+        cluster,
+        semantics,
+        templates,
+        options,
+        None if args.once else listen,
+        resync=args.resync,
+        on_error=lambda text: print(f"gpushare: warning: {text} (retrying)", file=sys.stderr),
+    )
+    try:
+        if args.once:
+            if not running.wait_ready(args.ready_timeout):
+                raise ClusterError(f"the first lists took more than {args.ready_timeout} s")
+            running.live.doctor_now()
+            sys.stdout.buffer.write(exposition(running.live.refresh(heavy=True).metrics))
+            return 0
+        host, port = running.address
+        say(f"watching {cluster.api.configuration.host} (Kubernetes {version}), read-only")
+        say(f"serving http://{host}:{port}/metrics, /healthz, /readyz, /explain?pod=NS/NAME, /capacity?template=NAME")
+        ready = False
+        while not stop.wait(0.2):
+            if not running.live.healthy():
+                print("gpushare: error: the watch stopped", file=sys.stderr)
+                return 1
+            if not ready and running.live.ready:
+                ready = True
+                say(f"ready: {running.live.summary()}")
+        say("stopped (SIGTERM)")
+        return 0
+    finally:
+        running.stop()

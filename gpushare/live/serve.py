@@ -1,0 +1,398 @@
+"""`gpushare watch`'s answers, kept current and served over HTTP: /metrics (Prometheus' text format or
+OpenMetrics, as the scraper asks), /healthz, /readyz, /explain?pod=NS/NAME and /capacity?template=NAME (JSON, as
+`place --explain -o json` and `capacity -o json` write them). Nothing else is served, and only GET.
+
+A refresher thread recomputes the answers after changes, at most once per `debounce` seconds: the ledger's
+metrics and the pending pods' reasons each time; the templates' headroom and the pending pods that fit after moves
+at most every `heavy_every` seconds; doctor's findings at most every `doctor_every` seconds, on a copy of the
+objects taken under the lock and read outside it. Each answer asks the live `Simulation` through placement's API
+(`trial`, the planner's `headroom_now` and `pending_now`), every change it makes rolled back. What is served is
+the last refresh's: a scrape never waits on the model.
+"""
+
+from __future__ import annotations
+
+import calendar
+import io
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client.core import Metric
+from prometheus_client.exposition import ThreadingWSGIServer
+
+from gpushare import output
+from gpushare.domain.labels import NODE_POOL_LABEL
+from gpushare.kube.cluster import Cluster
+from gpushare.kube.documents import Source
+from gpushare.kube.ledger import ASSUME_TIMEOUT
+from gpushare.live import doctor as doctoring
+from gpushare.live.metrics import Health, Moment, encoded, families
+from gpushare.live.state import LiveState, decoded
+from gpushare.live.watcher import Watcher
+from gpushare.placement import Semantics, to_dict
+from gpushare.planner import MAX_MOVES
+from gpushare.planner.defrag import Fragmentation, pending_now
+from gpushare.planner.headroom import Headroom, headroom_now, probe
+from gpushare.planner.report import write as write_capacity
+from gpushare.policy.engine import Finding
+
+#: A request's socket is given this long for each read and write (a slow or idle client is let go).
+REQUEST_TIMEOUT = 10
+
+
+@dataclass
+class Options:
+    """How often each answer is recomputed, and what the doctor and the pools read."""
+
+    debounce: float = 1.0
+    heavy_every: float = 10.0
+    doctor_every: float = 30.0
+    pool_label: str = NODE_POOL_LABEL
+    served: tuple[str, ...] = doctoring.SERVED
+    assume_timeout: float = ASSUME_TIMEOUT
+    kube_version: str | None = None
+    max_moves: int = MAX_MOVES
+
+
+@dataclass
+class View:
+    """What one refresh found: served until the next one."""
+
+    metrics: list[Metric] = field(default_factory=list)
+    headroom: list[Headroom] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    fragmentation: list[Fragmentation] = field(default_factory=list)
+    unit: str = ""
+    made: float = 0.0
+
+
+class Live:
+    """The state, its watcher and the answers served; `run_refresher` keeps them current until `stop`."""
+
+    def __init__(self, state: LiveState, watcher: Watcher | None, options: Options | None = None) -> None:
+        self.state, self.watcher = state, watcher
+        self.options = options or Options()
+        self.view: View | None = None
+        self.stopping = threading.Event()
+        self._served_version = -1
+        self._heavy_at = -1e9
+        self._doctor_at = -1e9
+        self._doctor_version = -1
+        self._doctor_thread: threading.Thread | None = None
+        self._findings: list[Finding] = []
+        self._findings_served: list[Finding] = []
+        self._duration = 0.0
+        self.refresher: threading.Thread | None = None
+
+    # --- refreshing ----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.refresher = threading.Thread(target=self._refresh_loop, name="refresh", daemon=True)
+        self.refresher.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    @property
+    def ready(self) -> bool:
+        return self.view is not None
+
+    def healthy(self) -> bool:
+        threads = [self.refresher, *(self.watcher.threads if self.watcher is not None else [])]
+        return all(t is not None and t.is_alive() for t in threads)
+
+    def _refresh_loop(self) -> None:
+        while not self.stopping.is_set():
+            with self.state.lock:
+                due = self.state.ready and (
+                    self.state.version != self._served_version
+                    or self._findings is not self._findings_served
+                    or time.monotonic() - self._heavy_at >= self.options.heavy_every
+                )
+            if due:
+                self.refresh()
+            self.stopping.wait(self.options.debounce)
+
+    def refresh(self, *, heavy: bool | None = None) -> View:
+        """Recompute what is served from the state as it is now (the heavy answers when due, or as `heavy` says)."""
+        started = time.monotonic()
+        opts = self.options
+        previous = self.view or View()
+        with self.state.lock:
+            state = self.state
+            if state.stale:
+                state.rebuild()
+            fleet = state.fleet
+            if fleet is None:
+                return previous
+            version = state.version
+            heavy = heavy if heavy is not None else started - self._heavy_at >= opts.heavy_every
+            trial = fleet.trial()
+            headroom, fragmentation = previous.headroom, previous.fragmentation
+            if heavy:
+                headroom = [
+                    headroom_now(fleet, template, replica)
+                    for template, replica in zip(state.templates, fleet.templates, strict=True)
+                ]
+                fragmentation = pending_now(fleet, state.running(), opts.max_moves)
+                self._heavy_at = started
+            movable = {f.key for f in fragmentation if f.moves}
+            now = time.time()
+            ages = {p.key: _age(p.created, now) for p in fleet.pending if p.key in movable}
+            health = self._health(started)
+            health.lag = state.served(time.monotonic())
+            findings = self._findings
+            shares = [h.per_gpu for h in headroom if h.per_gpu]
+            moment = Moment(fleet, trial, findings, headroom, fragmentation, ages, opts.pool_label, shares, health)
+            metrics = families(moment)
+            self._served_version = version
+            self._findings_served = findings
+            doctor_due = version != self._doctor_version and started - self._doctor_at >= opts.doctor_every
+            held = state.held() if doctor_due and not self._doctoring() else None
+        self._duration = time.monotonic() - started
+        view = View(metrics, headroom, findings, fragmentation, fleet.semantics.gpu_memory_unit, time.time())
+        self.view = view
+        if held is not None:
+            self._doctor_at, self._doctor_version = started, version
+            self._doctor_thread = threading.Thread(target=self._doctor, args=(held,), daemon=True)
+            self._doctor_thread.start()
+        return view
+
+    def doctor_now(self) -> None:
+        """doctor's findings on the objects as they are, in this thread (served from the next refresh on)."""
+        with self.state.lock:
+            held = self.state.held()
+        self._doctor(held)
+
+    def summary(self) -> str:
+        """What the model holds, in words."""
+        with self.state.lock:
+            fleet = self.state.fleet
+            if fleet is None:
+                return "no model"
+            gpus = sum(len(n.gpus) for n in fleet.nodes)
+            running = sum(1 for p in self.state.pods.values() if p.node is not None)
+            pending = len(fleet.pending)
+            skipped = "; ".join(f"{kind}s not read: {why}" for kind, why in sorted(self.state.skipped.items()))
+        said = f"{len(fleet.nodes)} nodes ({gpus} GPUs), {running} running pods, {pending} pending"
+        return f"{said}; {skipped}" if skipped else said
+
+    def _doctoring(self) -> bool:
+        return self._doctor_thread is not None and self._doctor_thread.is_alive()
+
+    def _doctor(self, held: list[tuple[str, str, bytes]]) -> None:
+        """doctor's findings on a copy of the objects, read outside the lock: served from the next refresh on."""
+        opts = self.options
+        report = doctoring.doctor(
+            list(decoded(held)),
+            kube_version=opts.kube_version,
+            served=opts.served,
+            assume_timeout=opts.assume_timeout,
+            semantics=self.state.semantics.name,
+        )
+        self._findings = list(report.findings)
+
+    def _health(self, started: float) -> Health:
+        state, watcher = self.state, self.watcher
+        counts = state.counts
+        rejected: dict[str, int] = {}
+        for kind, _ in state.rejected:
+            rejected[kind] = rejected.get(kind, 0) + 1
+        return Health(
+            events=dict(counts.events),
+            events_per_second=watcher.events_per_second(started) if watcher is not None else 0.0,
+            relists=dict(counts.relists),
+            last_resync=counts.last_resync,
+            rebuilds=counts.rebuilds,
+            rejected=rejected,
+            refresh=self._duration,
+        )
+
+    # --- answers -------------------------------------------------------------------------------------------------
+
+    def explain(self, key: str) -> dict[str, Any] | None:
+        """One pod as `place --explain -o json` reports it, on the state as it is: a pending pod's placement or
+        reasons (per node), a running pod's node and GPUs. None: no such pod."""
+        with self.state.lock:
+            fleet = self.state.fleet
+            pod = self.state.pods.get(key)
+            if fleet is None or pod is None:
+                return None
+            if pod.node is not None:
+                node = fleet.node(pod.node) if fleet.has_node(pod.node) else None
+                held = [] if node is None else _devices(node, key)
+                return {
+                    "namespace": pod.namespace,
+                    "name": pod.name,
+                    "running": {"node": pod.node, "gpus": held, "modelled": node is not None},
+                }
+            doc = to_dict(fleet.trial(explain=True))
+        for section in ("placements", "pending", "preempted", "invalid", "notServed"):
+            doc[section] = [e for e in doc.get(section, []) if f"{e.get('namespace')}/{e.get('name')}" == key]
+        for whole in ("summary", "nodes", "warnings"):  # the fleet's, not the pod's
+            doc.pop(whole, None)
+        doc["findings"] = [f for f in doc.get("findings", []) if key in str(f.get("subject", ""))]
+        return doc
+
+    def capacity(self, name: str) -> dict[str, Any] | None:
+        """One configured template's headroom as `capacity -o json` reports it (the last heavy refresh's)."""
+        view = self.view
+        if view is None:
+            return None
+        found = [h for h in view.headroom if name in (h.name, h.name.split("/", 1)[1], h.name.rsplit("/", 1)[1])]
+        if len(found) != 1:
+            return None
+        out = io.StringIO()
+        write_capacity(found, [], None, None, view.unit, "json", out)
+        return dict(json.loads(out.getvalue()))
+
+    def templates(self) -> list[str]:
+        return [h.name for h in (self.view.headroom if self.view is not None else [])]
+
+
+def _devices(node: Any, key: str) -> list[dict[str, int]]:
+    for pod in node.bound:
+        if pod.key == key:
+            return [{"index": g.index, "units": pod.per_gpu} for g in node.devices.get(id(pod), [])]
+    return []
+
+
+def _age(created: str, now: float) -> float:
+    """Seconds since a creationTimestamp (0 if it cannot be read)."""
+    try:
+        return max(0.0, now - calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return 0.0
+
+
+# --- HTTP ------------------------------------------------------------------------------------------------------------
+
+
+class _Quiet(WSGIRequestHandler):
+    """No access log on stderr, and a timeout on each connection's reads and writes."""
+
+    timeout = REQUEST_TIMEOUT
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+Start = Callable[[str, list[tuple[str, str]]], Any]
+
+
+def app(live: Live) -> Callable[[dict[str, Any], Start], Iterator[bytes]]:
+    """The WSGI application: the five paths, GET (and HEAD) only."""
+
+    def respond(environ: dict[str, Any], start: Start) -> Iterator[bytes]:
+        method, path = environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO", "/")
+        query = parse_qs(environ.get("QUERY_STRING", ""))
+        if path not in _PATHS:
+            return _reply(start, "404 Not Found", b"not found: /metrics, /healthz, /readyz, /explain, /capacity\n")
+        if method not in ("GET", "HEAD"):
+            return _reply(start, "405 Method Not Allowed", b"GET only\n", [("Allow", "GET, HEAD")])
+        if path == "/healthz":
+            ok = live.healthy()
+            return _reply(start, "200 OK" if ok else "500 Internal Server Error", b"ok\n" if ok else b"stopped\n")
+        if path == "/readyz":
+            ok = live.ready
+            return _reply(start, "200 OK" if ok else "503 Service Unavailable", b"ok\n" if ok else b"listing\n")
+        view = live.view
+        if view is None:
+            return _reply(start, "503 Service Unavailable", b"not ready: the first list is not done\n")
+        if path == "/metrics":
+            body, content_type = encoded(view.metrics, environ.get("HTTP_ACCEPT", ""))
+            return _reply(start, "200 OK", body, [("Content-Type", content_type)])
+        if path == "/explain":
+            key = (query.get("pod") or [""])[0]
+            if "/" not in key:
+                return _json(start, "400 Bad Request", {"error": "pod: expected NAMESPACE/NAME", "value": key})
+            doc = live.explain(key)
+            if doc is None:
+                return _json(start, "404 Not Found", {"error": f"no pod {key} in the cluster's model"})
+            return _json(start, "200 OK", doc)
+        name = (query.get("template") or [""])[0]
+        doc = live.capacity(name)
+        if doc is None:
+            return _json(start, "404 Not Found", {"error": f"no template {name!r}", "templates": live.templates()})
+        return _json(start, "200 OK", doc)
+
+    return respond
+
+
+_PATHS = ("/metrics", "/healthz", "/readyz", "/explain", "/capacity")
+
+
+def _reply(start: Start, status: str, body: bytes, headers: list[tuple[str, str]] | None = None) -> Iterator[bytes]:
+    given = headers or [("Content-Type", "text/plain; charset=utf-8")]
+    start(status, [*given, ("Content-Length", str(len(body)))])
+    return iter([body])
+
+
+def _json(start: Start, status: str, doc: dict[str, Any]) -> Iterator[bytes]:
+    return _reply(start, status, (output.dumps(doc) + "\n").encode(), [("Content-Type", "application/json")])
+
+
+def server(live: Live, host: str, port: int) -> WSGIServer:
+    """The HTTP server (a thread per request, each with its timeout), not yet serving: `serve_forever` it."""
+    made: WSGIServer = make_server(host, port, app(live), ThreadingWSGIServer, handler_class=_Quiet)
+    return made
+
+
+@dataclass
+class Running:
+    """A watch under way: its answers, and the HTTP server serving them (None: not served)."""
+
+    live: Live
+    httpd: WSGIServer | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        assert self.httpd is not None
+        host, port = self.httpd.server_address[:2]
+        return str(host), int(port)
+
+    def stop(self) -> None:
+        """Stop serving, watching and refreshing (each thread ends at once or within a second)."""
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+        self.live.stop()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the first answers are made (the first lists done), at most `timeout` seconds."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not self.live.ready and self.live.healthy():
+            time.sleep(0.05)
+        return self.live.ready
+
+
+def start(
+    cluster: Cluster,
+    semantics: Semantics,
+    templates: list[Source],
+    options: Options | None = None,
+    listen: tuple[str, int] | None = None,
+    *,
+    resync: float = 600.0,
+    on_error: Callable[[str], None] = lambda _: None,
+) -> Running:
+    """Watch `cluster` (read-only) into a model under `semantics`, count `templates`' headroom, and serve the answers
+    on `listen` (host, port; port 0 picks a free one; None: not served). Returns at once: `wait_ready`, `stop`."""
+    state = LiveState(semantics, [probe(t) for t in templates])  # a template that is no template: refused here
+    watcher = Watcher(cluster, state, resync=resync, on_error=on_error)
+    live = Live(state, watcher, options)
+    httpd = server(live, *listen) if listen is not None else None  # a port taken is said before anything starts
+    watcher.start()
+    live.start()
+    running = Running(live, httpd)
+    if httpd is not None:
+        threading.Thread(target=httpd.serve_forever, name="http", daemon=True).start()
+    return running

@@ -1,0 +1,297 @@
+"""A live cluster's objects and their placement model, kept current event by event (`gpushare watch`).
+
+The objects are those a snapshot reads (`gpushare.kube.cluster.WATCHES`), trimmed as a snapshot trims them and
+kept compact (msgspec's JSON of each), so the state can be written out or checked as a snapshot is. The model is a
+placement `Simulation` built from them once, then changed through its API on each event: a pod bound is charged
+by its annotations (`bind`), one deleted given back (`unbind`), a pending one queued (`enqueue`/`dequeue`), a Node
+added, changed or deleted (`put_node`, `remove_node`). What the model reads of the other kinds (controllers and
+Services for spreading, Namespaces, quotas, PriorityClasses, budgets, the ConfigMaps marking GPUs unhealthy) is
+read again by a rebuild, coalesced with the next refresh: those objects change seldom, and a status-only update
+(a ReplicaSet's replica count) changes nothing gpushare reads of them.
+
+A bad object (a Node whose quantities cannot be read) is left out of the model and kept as a rejection, which the
+metrics and doctor's findings report; it never ends the watch.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from gpushare.errors import GpushareError
+from gpushare.kube.cluster import WATCHES
+from gpushare.kube.documents import Source
+from gpushare.kube.nodes import read_node
+from gpushare.kube.shapes import trim
+from gpushare.placement import Pod, Semantics, Simulation
+
+_FINISHED = ("Succeeded", "Failed")
+#: Node fields the model reads: a Node update that changes none of them (a kubelet's heartbeat) changes nothing.
+_NODE_FIELDS = ("labels", "annotations")
+_NODE_STATUS = ("allocatable", "capacity", "images", "addresses")
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+def decoded(held: list[tuple[str, str, bytes]]) -> Iterator[Source]:
+    for kind, key, raw in held:
+        yield Source(_decode(raw), f"{kind}/{key}")
+
+
+def key_of(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
+
+
+def _node_view(obj: dict[str, Any]) -> tuple[Any, ...]:
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    return (
+        *(meta.get(f) for f in _NODE_FIELDS),
+        obj.get("spec"),
+        *(status.get(f) for f in _NODE_STATUS),
+    )
+
+
+@dataclass
+class Rejected:
+    """An object the model could not take, and why (a finding, not a crash)."""
+
+    kind: str
+    name: str
+    reason: str
+
+
+@dataclass
+class Counts:
+    """The watcher's own health, as its metrics serve it."""
+
+    events: dict[str, int] = field(default_factory=dict)
+    relists: dict[str, int] = field(default_factory=dict)
+    rebuilds: int = 0
+    last_resync: float = 0.0
+
+
+class LiveState:
+    """The objects of each watched list and the model made of them; every method is called with `lock` held by
+    the one thread that applies events (`gpushare.live.watcher`), the refresher reads under the same lock."""
+
+    def __init__(self, semantics: Semantics, templates: list[Source] | None = None) -> None:
+        self.semantics = semantics
+        self.templates = list(templates or ())
+        self.lock = threading.RLock()
+        #: Per listing (its index in WATCHES): object key -> msgspec JSON of the trimmed object.
+        self.objects: list[dict[str, bytes]] = [{} for _ in WATCHES]
+        self.listed = [False] * len(WATCHES)
+        self.skipped: dict[str, str] = {}
+        self.fleet: Simulation | None = None
+        #: Pod key -> the pod as read (its spec's request; the model may charge a copy), bound or pending.
+        self.pods: dict[str, Pod] = {}
+        #: Bound pods whose node the model does not hold (yet): node name -> pod keys.
+        self.orphans: dict[str, set[str]] = {}
+        self.rejected: dict[tuple[str, str], Rejected] = {}
+        self.stale = True
+        #: Bumped by every change the model takes: the refresher recomputes what it serves when it moves.
+        self.version = 0
+        #: When the oldest change not yet served arrived (monotonic), for the lag.
+        self.oldest_unserved: float | None = None
+        self.counts = Counts()
+
+    # --- what it holds -------------------------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return all(self.listed)
+
+    def sources(self) -> Iterator[Source]:
+        """Every object held, as a snapshot's files would give them (what doctor and a rebuild read)."""
+        return decoded(self.held())
+
+    def held(self) -> list[tuple[str, str, bytes]]:
+        """Every object held as (kind, key, JSON): taken under the lock, cheap; decoded outside it (`decoded`)."""
+        return [
+            (listing.kind, key, raw)
+            for listing, objects in zip(WATCHES, self.objects, strict=True)
+            for key, raw in objects.items()
+        ]
+
+    def split(self) -> tuple[list[Source], list[Source], list[Source]]:
+        """Nodes, what runs (and the cluster's other objects), and the pods waiting: a snapshot's three inputs."""
+        nodes: list[Source] = []
+        existing: list[Source] = []
+        pending: list[Source] = []
+        for src in self.sources():
+            if src.kind == "Node":
+                nodes.append(src)
+            elif src.kind == "Pod":
+                spec, status = src.obj.get("spec") or {}, src.obj.get("status") or {}
+                if spec.get("nodeName"):
+                    existing.append(src)
+                elif status.get("phase") not in _FINISHED:
+                    pending.append(src)
+            elif src.kind != "DaemonSet":
+                existing.append(src)
+        return nodes, existing, pending
+
+    # --- changes -------------------------------------------------------------------------------------------------
+
+    def replace(self, index: int, items: list[dict[str, Any]], now: float) -> None:
+        """A list (the first, or again after 410 Gone or at a resync): its objects replace what was held of it,
+        the differences applied as events would be."""
+        listing = WATCHES[index]
+        self.skipped.pop(listing.kind, None)
+        fresh = {}
+        for obj in items:
+            if listing.keep(obj):
+                fresh[key_of(obj)] = _encode(trim(obj))
+        held = self.objects[index]
+        if self.fleet is None or not self.listed[index]:
+            self.objects[index] = fresh
+            self.listed[index] = True
+            self._touched(now)
+            if listing.kind not in ("DaemonSet",):
+                self.stale = True
+            return
+        for key in [k for k in held if k not in fresh]:
+            self._change(index, key, held.pop(key), None, now)
+        for key, raw in fresh.items():
+            old = held.get(key)
+            if old != raw:
+                held[key] = raw
+                self._change(index, key, old, raw, now)
+
+    def event(self, index: int, kind: str, obj: dict[str, Any], now: float) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED) of listing `index`."""
+        listing = WATCHES[index]
+        self.counts.events[listing.kind] = self.counts.events.get(listing.kind, 0) + 1
+        key = key_of(obj)
+        held = self.objects[index]
+        old = held.get(key)
+        raw = _encode(trim(obj)) if kind != "DELETED" and listing.keep(obj) else None
+        if raw == old:
+            return
+        if raw is None:
+            held.pop(key, None)
+        else:
+            held[key] = raw
+        self._change(index, key, old, raw, now)
+
+    def _change(self, index: int, key: str, old: bytes | None, new: bytes | None, now: float) -> None:
+        listing = WATCHES[index]
+        self._touched(now)
+        if self.fleet is None or self.stale:
+            self.stale = True
+            return
+        if listing.kind == "Pod":
+            self._pod(key, None if new is None else _decode(new))
+        elif listing.kind == "Node":
+            self._node(key, None if old is None else _decode(old), None if new is None else _decode(new))
+        elif listing.kind != "DaemonSet":  # what the model reads of the cluster's other objects: read again
+            self.stale = True
+
+    def _touched(self, now: float) -> None:
+        self.version += 1
+        if self.oldest_unserved is None:
+            self.oldest_unserved = now
+
+    def _pod(self, key: str, obj: dict[str, Any] | None) -> None:
+        fleet = self.fleet
+        assert fleet is not None
+        gone = self.pods.pop(key, None)
+        if gone is not None:
+            if gone.node is None:
+                fleet.dequeue(gone)
+            elif key in self.orphans.get(gone.node, ()):
+                self.orphans[gone.node].discard(key)
+            else:
+                fleet.unbind(gone)
+        if obj is None or (obj.get("status") or {}).get("phase") in _FINISHED:
+            return
+        pod = fleet.read_pod(Source(obj, f"Pod/{key}"))
+        if pod is None:
+            return
+        self.pods[key] = pod
+        if pod.node is None:
+            fleet.enqueue(pod)
+        elif fleet.has_node(pod.node):
+            fleet.bind(pod, fleet.node(pod.node))
+        else:
+            self.orphans.setdefault(pod.node, set()).add(key)
+
+    def _node(self, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        fleet = self.fleet
+        assert fleet is not None
+        self.rejected.pop(("Node", name), None)
+        if new is None:
+            if fleet.has_node(name):
+                for pod in fleet.remove_node(name):  # still in the API until the garbage collector deletes them
+                    self.orphans.setdefault(name, set()).add(pod.key)
+            return
+        if old is not None and fleet.has_node(name) and _node_view(old) == _node_view(new):
+            return
+        src = Source(new, f"Node/{name}")
+        info = read_node(src)
+        if info is not None and info.problems:
+            self._reject_node(name, info.problems[0].field, info.problems[0].value)
+            if fleet.has_node(name):
+                for pod in fleet.remove_node(name):
+                    self.orphans.setdefault(name, set()).add(pod.key)
+            return
+        try:
+            fleet.put_node(src)
+        except GpushareError as exc:
+            self.rejected[("Node", name)] = Rejected("Node", name, str(exc))
+            return
+        for key in self.orphans.pop(name, set()):
+            orphan = self.pods.get(key)
+            if orphan is not None:
+                fleet.bind(orphan, fleet.node(name))
+
+    def _reject_node(self, name: str, where: str, value: Any) -> None:
+        self.rejected[("Node", name)] = Rejected("Node", name, f"{where}: {value!r} cannot be read")
+
+    # --- the model -----------------------------------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """The model made afresh from the objects held (the first time, and after a change it does not follow
+        event by event); the running pods charged. A model that cannot be made keeps the last one."""
+        nodes, existing, pending = self.split()
+        kept = []
+        for src in nodes:
+            info = read_node(src)
+            if info is not None and info.problems:
+                self._reject_node(info.name, info.problems[0].field, info.problems[0].value)
+            else:
+                self.rejected.pop(("Node", str((src.obj.get("metadata") or {}).get("name", ""))), None)
+                kept.append(src)
+        try:
+            fleet = Simulation.from_sources(kept, existing, pending, self.semantics, templates=self.templates)
+        except GpushareError as exc:
+            self.rejected[("Model", "")] = Rejected("Model", "", str(exc))
+            self.stale = False
+            return
+        self.rejected.pop(("Model", ""), None)
+        fleet.charge()
+        self.pods = {p.key: p for p in [*fleet.running, *fleet.pending]}
+        self.orphans = {}
+        for pod in fleet.running:
+            if not fleet.has_node(pod.node or ""):
+                self.orphans.setdefault(pod.node or "", set()).add(pod.key)
+        self.fleet = fleet
+        self.stale = False
+        self.counts.rebuilds += 1
+
+    def running(self) -> list[Pod]:
+        """The running pods as read (their spec's requests), those on a node the model holds."""
+        return [p for p in self.pods.values() if p.node is not None and p.key not in self.orphans.get(p.node, ())]
+
+    def served(self, now: float) -> float:
+        """The refresher served the state as it is: the lag of what it served (seconds since the oldest change in
+        it arrived)."""
+        lag = 0.0 if self.oldest_unserved is None else max(0.0, now - self.oldest_unserved)
+        self.oldest_unserved = None
+        return lag
