@@ -153,6 +153,26 @@ KWOK = Tool("kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok")
 ETCD = Tool("etcd", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3")
 #: kubelet's own device-plugin client reading a device list from kubelet's own stub plugin (tests/e2e/tools/devicelist)
 DEVICELIST = Tool("devicelist", "k8s.io/kubernetes", ".")
+#: A real Prometheus scraping `gpushare watch`, and promtool checking the chart's rules and the exposition (one
+#: tools module; v0.316.0 is Prometheus 3.16.0, stamped so `--version` says so; no UI assets: the API serves).
+#: Built with upstream's own `remove_all_sd` tag (plugins/*.go): static targets only, without the cloud service
+#: discoveries' SDKs, which are most of the build.
+_PROMETHEUS_STAMP = "-X github.com/prometheus/common/version.Version=3.16.0"
+PROMETHEUS = Tool(
+    "prometheus",
+    "github.com/prometheus/prometheus",
+    "github.com/prometheus/prometheus/cmd/prometheus",
+    tags="remove_all_sd",
+    ldflags=_PROMETHEUS_STAMP,
+)
+PROMTOOL = Tool(
+    "promtool",
+    "github.com/prometheus/prometheus",
+    "github.com/prometheus/prometheus/cmd/promtool",
+    dirname="prometheus",
+    tags="remove_all_sd",
+    ldflags=_PROMETHEUS_STAMP,
+)
 
 
 def kubernetes_patches() -> dict[int, int]:
@@ -216,7 +236,7 @@ def control_plane_tools(minor: int) -> dict[str, Tool]:
     return tools
 
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (HELM, ETCD, DEVICELIST, KWOK)}
+TOOLS: dict[str, Tool] = {t.name: t for t in (HELM, ETCD, DEVICELIST, KWOK, PROMTOOL, PROMETHEUS)}
 #: kwok's own "fast" stages, from its pinned module: a node turns Ready, a pod Running (and Succeeded when its
 #: containers would end), a deleted pod goes.
 KWOK_STAGES = (

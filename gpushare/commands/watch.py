@@ -9,13 +9,14 @@ import signal
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 from gpushare.commands import fleet
 from gpushare.commands.arguments import scheduler_name, seconds, whole
 from gpushare.domain.labels import NODE_POOL_LABEL
 from gpushare.errors import InputError
 from gpushare.kube.cluster import Cluster, ClusterError
-from gpushare.kube.documents import read_paths
+from gpushare.kube.documents import Source, read_paths
 from gpushare.kube.ledger import ASSUME_TIMEOUT
 from gpushare.live import doctor as doctoring
 from gpushare.live import serve
@@ -29,6 +30,15 @@ def _listen(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise InputError("--listen", text, "HOST:PORT, a port from 0 to 65535 (0.0.0.0:9445 for every address)")
     return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def _directory(path: str) -> list[Source]:
+    """The templates in a directory's files (a mounted ConfigMap's: its `..data` links not read twice)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise InputError("--templates-dir", path, "a directory (it may be empty)")
+    files = sorted(str(f) for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+    return read_paths(files, show_progress=False) if files else []
 
 
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
@@ -54,6 +64,11 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         metavar="FILE",
         help="a pod template whose headroom to serve (a Pod or a controller; a file or a directory, such as a "
         "mounted ConfigMap; repeatable)",
+    )
+    p.add_argument(
+        "--templates-dir",
+        metavar="DIR",
+        help="a directory whose files are pod templates, as --template, and may be empty (a mounted ConfigMap's)",
     )
     p.add_argument(
         "--pool-label",
@@ -121,6 +136,7 @@ def main(args: argparse.Namespace) -> int:
     templates = read_paths(args.template, show_progress=False) if args.template else []
     if args.template and not templates:
         raise InputError("--template", ", ".join(args.template), "files that hold a pod template (these hold none)")
+    templates += _directory(args.templates_dir) if args.templates_dir else []
     cluster = Cluster(args.kubeconfig or None, args.context)
     version = str(cluster.call(cluster.version_api.get_code).git_version)  # unreachable or refused: said, exit 2
     scheduler, notes = fleet.scheduler_profile(args.kube_version, None, version)

@@ -27,7 +27,7 @@ from gpushare.domain.products import (
     UNIT_MIB,
 )
 from gpushare.generate import controlplane
-from gpushare.generate.components import cgpu
+from gpushare.generate.components import cgpu, watch
 from gpushare.generate.notes import components, notes
 from gpushare.generate.stack import Stack
 from gpushare.generate.template import dump, to_helm
@@ -318,11 +318,17 @@ def chart_files(stack: Stack) -> dict[str, str]:
         "templates/_helpers.tpl": _HELPERS
         + _memory_unit_helper(stack.settings)
         + (cgpu.ENV_HELPER if stack.settings.isolated_modes else "")
+        + watch.TEMPLATES_HELPER
         + _config_helpers(stack),
         "templates/NOTES.txt": notes(stack.settings, stack.requirements, helm=True),
         "README.md": readme(stack),
     }
     for path, objects in stack.templates.items():
-        files[f"templates/{path}"] = "".join("---\n" + to_helm(o) for o in objects)
+        text = "".join("---\n" + to_helm(o) for o in objects)
+        guard = stack.guard(path)
+        if guard is not None:
+            preamble = watch.IMAGE_GUARD if path == "watch/watch.yaml" else ""
+            text = f"{{{{- if {guard} }}}}\n{preamble}{text}{{{{- end }}}}\n"
+        files[f"templates/{path}"] = text
     files.update(controlplane.files(stack))
     return files

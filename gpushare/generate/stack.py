@@ -12,7 +12,7 @@ from typing import Any
 
 from gpushare.domain import products, versions
 from gpushare.generate import schedconfig
-from gpushare.generate.components import cgpu, device_plugin, rbac, scheduler
+from gpushare.generate.components import cgpu, device_plugin, rbac, scheduler, watch
 from gpushare.generate.template import resolve, text_of
 from gpushare.generate.values import ChartValues
 from gpushare.settings.model import InstallerSettings
@@ -71,7 +71,22 @@ class Stack:
             )
         elif self.mode == products.CONTROL_PLANE:
             files["scheduler/extender-rbac.yaml"] = scheduler.control_plane_objects(ctx)
+        files.update(watch.objects(ctx))
         return files
+
+    def guard(self, path: str) -> str | None:
+        """The Helm condition a template file is rendered under (None: always)."""
+        found = watch.GUARDS.get(path)
+        return None if found is None else found[0]
+
+    def in_manifests(self, path: str) -> bool:
+        """Whether plain manifests hold a template file's objects: the watch's as the settings enable them, and
+        never what needs the cluster's APIs asked (the ServiceMonitor, the PrometheusRule)."""
+        found = watch.GUARDS.get(path)
+        if found is None:
+            return True
+        settings = self.settings.watch
+        return found[1] and settings.enabled and (path != "watch/dashboard.yaml" or settings.dashboard)
 
     @property
     def requirements(self) -> dict[str, str]:
@@ -93,7 +108,7 @@ class Stack:
 
     def objects(self) -> list[dict[str, Any]]:
         """Concrete objects, in Helm's install order."""
-        objs = [resolve(o) for group in self.templates.values() for o in group]
+        objs = [resolve(o) for path, group in self.templates.items() if self.in_manifests(path) for o in group]
         return sorted(objs, key=install_order)
 
 

@@ -159,6 +159,7 @@ COMPONENT_VALUES = {
     "cgpu-installer": "cgpu",
     "extender": "extender",
     "scheduler": "scheduler",
+    "watch": "watch",
 }
 
 

@@ -234,6 +234,79 @@ class DoctorSettings(_Model):
     )
 
 
+class WatchImage(Image):
+    """gpushare's own image (the Dockerfile at the repository's root builds it), given at install time."""
+
+    repository: str = Field(
+        AT_INSTALL,
+        description="Image repository, without tag, of gpushare built from its Dockerfile (docker build -t "
+        "<registry>/gpushare:<version> .). Empty: given at install time (--set watch.image.repository=...), as "
+        "gpushare publishes no image of its own.",
+        max_length=255,
+        pattern=_PLUGIN_REPOSITORY_PATTERN,
+    )
+    tag: str = Field(
+        kinds.VERSION,
+        description="Image tag (default: the gpushare release that rendered the chart).",
+        pattern=r"^[\w][\w.-]{0,127}$|^$",
+    )
+
+
+class WatchAlerts(_Model):
+    """The PrometheusRule's thresholds."""
+
+    pending_minutes: int = Field(
+        15,
+        ge=1,
+        le=10_080,
+        description="Alert when a GPU pod that would fit after moving running pods (fragmentation) has waited this "
+        "many minutes.",
+    )
+    headroom_below: int = Field(
+        1,
+        ge=1,
+        le=1_000_000,
+        description="Alert when a template's headroom (replicas that still fit) falls below this.",
+    )
+    for_minutes: int = Field(5, ge=0, le=1_440, description="How long a condition holds before its alert fires.")
+
+
+class WatchSettings(Component):
+    """`gpushare watch` in the cluster (off by default): the GPU-sharing ledger, fragmentation and headroom as
+    Prometheus metrics, with doctor's read-only access, a Service, a ServiceMonitor and a PrometheusRule where the
+    cluster serves monitoring.coreos.com/v1, and a Grafana dashboard ConfigMap."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Run gpushare watch (a Deployment with doctor's read-only ClusterRole, and a Service).",
+    )
+    image: WatchImage = Field(description="Container image.")
+    priority_class_name: str = Field(
+        "", description="PriorityClass of the pod (empty: none).", pattern=_OBJECT_NAME, max_length=253
+    )
+    port: int = Field(9445, ge=1024, le=65535, description="Port of /metrics, /healthz, /readyz, /explain, /capacity.")
+    pool_label: str = Field(
+        labels.NODE_POOL_LABEL,
+        description="The node label whose values make the pools of the pool metrics.",
+        min_length=1,
+        max_length=317,
+    )
+    templates: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Pod templates whose headroom to serve, by a name of your choosing: each a Pod or a "
+        "Deployment, StatefulSet, ReplicaSet or Job as YAML (a ConfigMap mounted as files).",
+    )
+    service_monitor_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels on the ServiceMonitor and PrometheusRule, for the Prometheus that selects them "
+        "(kube-prometheus-stack: release: <its release name>).",
+    )
+    dashboard: bool = Field(
+        default=True, description='A Grafana dashboard as a ConfigMap labelled grafana_dashboard: "1" (the sidecar\'s).'
+    )
+    alerts: WatchAlerts = Field(default_factory=WatchAlerts, description="The alerts' thresholds.")
+
+
 class InstallerSettings(_Model):
     """Everything `gpushare render` needs; `apiVersion`/`kind` version the document itself."""
 
@@ -304,6 +377,7 @@ class InstallerSettings(_Model):
     device_plugin: DevicePluginSettings = Field(description="Device plugin.")
     cgpu: CgpuSettings = Field(description="cGPU installer (cgpu and core_mem nodes).")
     doctor: DoctorSettings = Field(default_factory=DoctorSettings, description="Read-only access for doctor.")
+    watch: WatchSettings = Field(description="gpushare watch: live metrics, alerts and a dashboard (off by default).")
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -332,6 +406,7 @@ class InstallerSettings(_Model):
             ("extender", "extender", {"repository": f"{registry}/k8s-gpushare-schd-extender", "tag": "1.11-d170d8a"}),
             ("devicePlugin", "device_plugin", _plugin_image(name, data["gpuMemoryUnit"], compute, registry)),
             ("cgpu", "cgpu", {"repository": f"{registry}/cgpu-installer", "tag": "1.5.20"}),
+            ("watch", "watch", {"repository": AT_INSTALL, "tag": kinds.VERSION}),
         ):
             section = data.pop(snake, None) if snake != key and snake in data else data.get(key)
             section = dict(section) if isinstance(section, dict) else ({} if section is None else section)
@@ -431,6 +506,8 @@ DEFAULT_RESOURCES: dict[str, dict[str, dict[str, str]]] = {
     "extender": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
     "devicePlugin": {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"cpu": "1", "memory": "300Mi"}},
     "cgpu": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
+    # a model of the whole fleet: about 1 GiB at 5,000 nodes and 150,000 pods (benchmarks/watch.py)
+    "watch": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
 }
 
 
@@ -529,7 +606,7 @@ def _settings_schema() -> dict[str, Any]:
     schema["required"] = [
         r
         for r in schema.get("required", [])
-        if r not in {"gpuMemoryUnit", "scheduler", "extender", "devicePlugin", "cgpu"}
+        if r not in {"gpuMemoryUnit", "scheduler", "extender", "devicePlugin", "cgpu", "watch"}
     ]
     for name in ("SchedulerSettings", "ExtenderSettings", "DevicePluginSettings", "CgpuSettings"):
         definition = schema["$defs"][name]

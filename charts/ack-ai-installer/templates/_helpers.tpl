@@ -86,3 +86,11 @@ the installed plugin's (GC411): pods hold GPU memory counted in it. */}}
 {{- end -}}
 --memory-unit={{ $unit }}
 {{- end -}}
+{{/* watch's templates, one JSON file each (a ConfigMap's data). */}}
+{{- define "gpushare.watchTemplates" -}}
+{{- range $name, $template := .Values.watch.templates }}
+{{ printf "%s.json" $name }}: {{ toJson $template | quote }}
+{{- else }}
+{}
+{{- end }}
+{{- end -}}
