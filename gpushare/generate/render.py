@@ -136,6 +136,13 @@ def render(
             f"--device-plugin-image-tag; {model.ack_plugin_need} ACK's own device plugin, which "
             f"{products.ACK_PLUGIN_LOOKUP} shows",
         )
+    if format == "manifests" and model.watch.enabled and model.watch.image.repository == AT_INSTALL:
+        raise InputError(
+            "watch.image.repository",
+            AT_INSTALL,
+            "gpushare's image for manifests with watch enabled (a chart asks for it at install time): build it from "
+            "the Dockerfile in gpushare's repository, push it, and give --watch-image-repository",
+        )
     objects = stack.objects()
     if format == "chart":
         files = chart_files(stack)

@@ -386,7 +386,9 @@ def start(
 ) -> Running:
     """Watch `cluster` (read-only) into a model under `semantics`, count `templates`' headroom, and serve the answers
     on `listen` (host, port; port 0 picks a free one; None: not served). Returns at once: `wait_ready`, `stop`."""
-    state = LiveState(semantics, [probe(t) for t in templates])  # a template that is no template: refused here
+    for template in templates:  # a template that is no template: refused before anything starts
+        probe(template)
+    state = LiveState(semantics, templates)
     watcher = Watcher(cluster, state, resync=resync, on_error=on_error)
     live = Live(state, watcher, options)
     httpd = server(live, *listen) if listen is not None else None  # a port taken is said before anything starts

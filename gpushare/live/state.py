@@ -28,6 +28,7 @@ from gpushare.kube.documents import Source
 from gpushare.kube.nodes import read_node
 from gpushare.kube.shapes import trim
 from gpushare.placement import Pod, Semantics, Simulation
+from gpushare.planner.headroom import probe
 
 _FINISHED = ("Succeeded", "Failed")
 #: Node fields the model reads: a Node update that changes none of them (a kubelet's heartbeat) changes nothing.
@@ -186,11 +187,21 @@ class LiveState:
         if self.fleet is None or self.stale:
             self.stale = True
             return
-        if listing.kind == "Pod":
+        try:
+            self._follow(listing.kind, key, old, new)
+        except Exception as exc:  # an object no reader foresaw: kept out, said, and the model made afresh
+            self.rejected[(listing.kind, key)] = Rejected(listing.kind, key, f"{type(exc).__name__}: {exc}")
+            self.stale = True
+
+    def _follow(self, kind: str, key: str, old: bytes | None, new: bytes | None) -> None:
+        assert self.fleet is not None
+        self.fleet.settle()  # the cluster's changes are for good: the refreshes' questions rolled theirs back
+        self.rejected.pop((kind, key), None)
+        if kind == "Pod":
             self._pod(key, None if new is None else _decode(new))
-        elif listing.kind == "Node":
+        elif kind == "Node":
             self._node(key, None if old is None else _decode(old), None if new is None else _decode(new))
-        elif listing.kind != "DaemonSet":  # what the model reads of the cluster's other objects: read again
+        elif kind != "DaemonSet":  # what the model reads of the cluster's other objects: read again
             self.stale = True
 
     def _touched(self, now: float) -> None:
@@ -269,8 +280,9 @@ class LiveState:
                 self.rejected.pop(("Node", str((src.obj.get("metadata") or {}).get("name", ""))), None)
                 kept.append(src)
         try:
-            fleet = Simulation.from_sources(kept, existing, pending, self.semantics, templates=self.templates)
-        except GpushareError as exc:
+            probes = [probe(t) for t in self.templates]
+            fleet = Simulation.from_sources(kept, existing, pending, self.semantics, templates=probes)
+        except Exception as exc:  # a model that cannot be made keeps the last one, and says why
             self.rejected[("Model", "")] = Rejected("Model", "", str(exc))
             self.stale = False
             return

@@ -543,6 +543,17 @@ class Simulation:
         finally:
             self.rollback(mark)
 
+    def settle(self) -> None:
+        """Every change so far is for good and nothing records from here on (until the next `mark`): a live model
+        between its questions, whose changes are the cluster's and are never undone. Refused while a mark holds
+        changes still to roll back."""
+        if self._journal is None:
+            return
+        self._refuse_open_mark("settling")
+        self._journal = None
+        for node in self.nodes:
+            node.journal = None
+
     def _reading(self) -> Reading:
         if self.inventory.reading is None:
             raise ValueError("this simulation was not read from documents: it cannot read one more")

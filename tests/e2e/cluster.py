@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 import os
 import shutil
 import socket
@@ -163,6 +164,8 @@ class ControlPlane:
     workdir: Path
     binaries: dict[str, Path]
     processes: list[Process] = field(default_factory=list)
+    apiserver_args: list[str] = field(default_factory=list)
+    etcd: str = ""
 
     def __post_init__(self) -> None:
         self.pki = Pki(self.workdir / "pki")
@@ -268,35 +271,58 @@ class ControlPlane:
             ],
         )
         self.wait_http(etcd, f"http://127.0.0.1:{client}/health", cert=False)
-        apiserver = self.spawn(
-            "kube-apiserver",
-            [
-                str(self.binaries["kube-apiserver"]),
-                f"--etcd-servers=http://127.0.0.1:{client}",
-                f"--secure-port={self.port}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--cert-dir={self.workdir / 'apiserver-certs'}",
-                f"--tls-cert-file={self.pki.server_crt}",
-                f"--tls-private-key-file={self.pki.server_key}",
-                f"--client-ca-file={self.pki.ca}",
-                f"--service-account-key-file={self.pki.sa_pub}",
-                f"--service-account-signing-key-file={self.pki.sa_key}",
-                "--service-account-issuer=https://kubernetes.default.svc",
-                "--authorization-mode=RBAC",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                # no controller-manager creates default ServiceAccounts: pods are admitted without one
-                "--disable-admission-plugins=ServiceAccount",
-                "--allow-privileged=true",
-                "--profiling=false",
-                "--enable-priority-and-fairness=false",
-                "--endpoint-reconciler-type=none",
-            ],
-        )
+        self.etcd = f"http://127.0.0.1:{client}"
+        self.apiserver_args = [
+            str(self.binaries["kube-apiserver"]),
+            f"--etcd-servers=http://127.0.0.1:{client}",
+            f"--secure-port={self.port}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--cert-dir={self.workdir / 'apiserver-certs'}",
+            f"--tls-cert-file={self.pki.server_crt}",
+            f"--tls-private-key-file={self.pki.server_key}",
+            f"--client-ca-file={self.pki.ca}",
+            f"--service-account-key-file={self.pki.sa_pub}",
+            f"--service-account-signing-key-file={self.pki.sa_key}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--authorization-mode=RBAC",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            # no controller-manager creates default ServiceAccounts: pods are admitted without one
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true",
+            "--profiling=false",
+            "--enable-priority-and-fairness=false",
+            "--endpoint-reconciler-type=none",
+        ]
+        apiserver = self.spawn("kube-apiserver", self.apiserver_args)
         self.wait_http(apiserver, f"{self.server}/readyz", timeout=120)
         # readyz does not wait for the system namespaces: the apiserver's controller makes them shortly after
         for namespace in ("default", "kube-system"):
             self.wait_http(apiserver, f"{self.server}/api/v1/namespaces/{namespace}", timeout=60)
+
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver and start it again on the same port and etcd: its watches end, its watch cache starts
+        afresh from etcd (a watch from an older resourceVersion is then too old: 410 Gone)."""
+        old = next(p for p in self.processes if p.name == "kube-apiserver")
+        old.stop()
+        self.processes.remove(old)
+        apiserver = self.spawn("kube-apiserver", self.apiserver_args)
+        self.wait_http(apiserver, f"{self.server}/readyz", timeout=120)
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision (what kube-apiserver does every five minutes): a
+        watch from an earlier resourceVersion is then refused as too old (410 Gone). Returns the revision."""
+
+        def call(path: str, body: dict[str, Any]) -> dict[str, Any]:
+            request = urllib.request.Request(
+                f"{self.etcd}{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return dict(json.loads(response.read()))
+
+        revision = int(call("/v3/kv/range", {"key": "AA=="})["header"]["revision"])
+        call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
 
     def outside_a_pod(self, config: dict[str, Any]) -> dict[str, Any]:
         """A rendered KubeSchedulerConfiguration adapted to run here, not in a pod: this cluster's kubeconfig
