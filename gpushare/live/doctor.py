@@ -25,8 +25,9 @@ LEDGER_KINDS = ("Node", "Pod", "ConfigMap", "DaemonSet")
 
 
 def _listings() -> list[Listing]:
-    """The snapshot's list calls the ledger needs: its Nodes, bound pods, kube-system ConfigMaps and DaemonSets."""
-    found = [*READS["nodes.json"], *READS["existing.json"], *READS["daemonsets.json"]]
+    """The snapshot's list calls the ledger needs: its Nodes, pods (bound, and waiting: validate's errors on those
+    that never run), kube-system ConfigMaps and DaemonSets: what doctor reads of a snapshot's files."""
+    found = [*READS["nodes.json"], *READS["existing.json"], *READS["pending.json"], *READS["daemonsets.json"]]
     return [listing for listing in found if listing.kind in LEDGER_KINDS]
 
 

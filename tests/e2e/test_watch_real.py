@@ -31,7 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 from toolchain import PROMETHEUS, PROMTOOL, need_tool
 
-from gpushare.generate.components.watch import rule_groups
+from gpushare.generate.components.watch import DASHBOARD, rule_groups
 from gpushare.generate.render import render
 from gpushare.generate.stack import Stack
 from gpushare.generate.template import resolve
@@ -326,6 +326,9 @@ def test_prometheus_scrapes_it_and_promql_says_what_doctor_and_capacity_say(
         inspect = gpushare("inspect", "--kubeconfig", str(cluster.kubeconfig), "-o", "json")
         held = sum(g["used"] for n in json.loads(inspect.stdout)["nodes"] for g in n["gpus"])
         assert used == held
+        for panel in DASHBOARD["panels"]:  # the dashboard's queries, asked of the real Prometheus
+            for target in panel["targets"]:
+                query(url, target["expr"])
         deadline = time.monotonic() + 30
         while True:  # the chart's alert, evaluated by Prometheus on what it scraped
             with urllib.request.urlopen(f"{url}/api/v1/alerts", timeout=10) as response:
