@@ -54,6 +54,7 @@ def fill(cluster: ControlPlane, nodes: int, pods: int, have: tuple[int, int], th
         made, status = gpu_node(f"bench-{i}", 8, 80)
         core.create_node(made)
         core.patch_node_status(made["metadata"]["name"], status)
+        core.patch_node(made["metadata"]["name"], {"spec": {"taints": None}})  # no node lifecycle controller here
 
     def one(i: int) -> None:
         core.create_namespaced_pod("default", pod(i, f"bench-{i % nodes}"))

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gpushare.kube.documents import from_objects
 from gpushare.live.doctor import doctor
-from gpushare.live.metrics import METRICS, Moment, exposition, families, reference
+from gpushare.live.metrics import METRICS, Moment, by_rule, exposition, families, reference
 from gpushare.placement import Semantics, Simulation, place
 
 GIB = 1 << 30
@@ -48,7 +48,7 @@ def samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         from_objects(NODES, "nodes"), from_objects(RUNNING, "running"), from_objects(PENDING, "pending"), Semantics()
     )
     report = doctor(from_objects([*NODES, *RUNNING], "snapshot"), kube_version="1.28")
-    text = exposition(families(Moment(simulation, simulation.trial(), report.findings))).decode()
+    text = exposition(families(Moment(simulation, simulation.trial(), by_rule(report.findings)))).decode()
     found = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -90,7 +90,7 @@ def test_doctors_findings_by_rule() -> None:
     assert not [k for k in got if k[0] == "gpushare_doctor_findings"]
     simulation = Simulation.from_sources(from_objects(NODES, "nodes"), [], [], Semantics())
     report = doctor(from_objects([*NODES, pod("zero", 0)], "snapshot"), kube_version="1.28")
-    text = exposition(families(Moment(simulation, simulation.trial(), report.findings))).decode()
+    text = exposition(families(Moment(simulation, simulation.trial(), by_rule(report.findings)))).decode()
     assert 'gpushare_doctor_findings{rule="GW217",severity="error"} 1.0' in text
 
 

@@ -25,8 +25,8 @@ from gpushare.domain.labels import NODE_POOL_LABEL
 from gpushare.kube.cluster import WATCHES
 from gpushare.kube.documents import Source
 from gpushare.live import serve
-from gpushare.live.metrics import Moment, exposition, families
-from gpushare.live.state import LiveState
+from gpushare.live.metrics import TEXT, Moment, exposition, families
+from gpushare.live.state import LiveState, encoded
 from gpushare.placement import Semantics
 
 NODE = next(i for i, listing in enumerate(WATCHES) if listing.kind == "Node")
@@ -77,7 +77,7 @@ def listed(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], templates: b
     state = LiveState(Semantics(), [Source(template(), "llm.yaml")] if templates else [])
     for index in range(len(WATCHES)):
         items = nodes if index == NODE else pods if index == POD else []
-        state.replace(index, copy.deepcopy(items), 0.0)
+        state.replace(index, encoded(index, copy.deepcopy(items)), 0.0)
     state.rebuild()
     return state
 
@@ -86,7 +86,7 @@ def samples(state: LiveState) -> dict[tuple[str, tuple[tuple[str, str], ...]], f
     """The ledger's series (the watch's own health left out) of a state, with the templates' headroom."""
     view = serve.Live(state, None).refresh(heavy=True)
     found = {}
-    for family in text_string_to_metric_families(exposition(view.metrics).decode()):
+    for family in text_string_to_metric_families(view.exposition[TEXT][0].decode()):
         for s in family.samples:
             if s.name.startswith(LEDGER) and not s.name.endswith("_oldest_seconds"):  # an age: the clock's
                 found[(s.name, tuple(sorted(s.labels.items())))] = s.value
@@ -169,7 +169,7 @@ def test_a_node_that_cannot_be_read_is_a_rejection_not_a_crash() -> None:
     state.event(POD, "ADDED", pod("on-x", 2, "x", 0), 1.0)
     assert ("Node", "x") in state.rejected
     view = serve.Live(state, None).refresh()
-    text = exposition(view.metrics).decode()
+    text = view.exposition[TEXT][0].decode()
     assert 'gpushare_watch_rejected_objects{kind="Node"} 1.0' in text
     assert 'node="x"' not in text
     state.event(NODE, "MODIFIED", node("x"), 2.0)  # mended: taken, with its pod
@@ -180,7 +180,7 @@ def test_a_node_that_cannot_be_read_is_a_rejection_not_a_crash() -> None:
 def test_a_relist_applies_what_the_events_missed() -> None:
     """After 410 Gone the kind is listed again: what changed meanwhile is applied as events would be."""
     state = listed(START_NODES, START_PODS)
-    state.replace(POD, [pod("r1", 10, "a", 0), pod("w1", 12), pod("n1", 7, "b", 0)], 3.0)
+    state.replace(POD, encoded(POD, [pod("r1", 10, "a", 0), pod("w1", 12), pod("n1", 7, "b", 0)]), 3.0)
     assert not state.stale
     assert samples(state) == samples(listed(START_NODES, [pod("r1", 10, "a", 0), pod("w1", 12), pod("n1", 7, "b", 0)]))
 
@@ -189,7 +189,7 @@ def test_the_metrics_library_and_the_served_ones_agree() -> None:
     state = listed(START_NODES, START_PODS, templates=False)
     assert state.fleet is not None
     direct = exposition(families(Moment(state.fleet, state.fleet.trial()))).decode()
-    served = exposition(serve.Live(state, None).refresh().metrics).decode()
+    served = serve.Live(state, None).refresh().exposition[TEXT][0].decode()
     pick = [line for line in direct.splitlines() if line.startswith("gpushare_gpu_memory_allocated_units")]
     assert pick and all(line in served.splitlines() for line in pick)
 
@@ -241,7 +241,7 @@ def test_metrics_in_the_format_asked(running: tuple[serve.Live, str]) -> None:
 
 def test_only_the_five_paths_and_only_get(running: tuple[serve.Live, str]) -> None:
     live, url = running
-    live.refresh()
+    live.refresh(heavy=True)
     assert get(f"{url}/")[0] == 404
     assert get(f"{url}/metrics/../secrets")[0] == 404
     assert get(f"{url}/metrics", method="POST")[0] == 405
@@ -328,3 +328,25 @@ def test_bad_usage_is_one_line_and_exit_2(args: list[str], words: str) -> None:
     )
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1 and words in result.stderr, result.stderr
+
+
+def test_the_lines_kept_per_node_are_prometheus_clients_own() -> None:
+    """The served exposition (per-GPU lines kept per node, formatted again only for nodes that changed) is byte for
+    byte what prometheus_client writes for the same families, in both formats, before and after a change."""
+    from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_text
+
+    from gpushare.live.metrics import OPENMETRICS, NodeLines, _registry, encodings, figures
+
+    state = listed(START_NODES, START_PODS, templates=False)
+    lines = NodeLines()
+    for step in range(2):
+        assert state.fleet is not None
+        moment = Moment(state.fleet, state.fleet.trial())
+        served = encodings(figures(moment, lines))
+        whole = families(moment)
+        assert served[TEXT][0] == exposition(whole)
+        assert served[OPENMETRICS][0] == openmetrics_text(_registry(whole))
+        if step == 0:
+            kept = lines.kept["b"]
+            state.event(POD, "ADDED", pod("r7", 2, "a", 1), 1.0)
+    assert lines.kept["b"] is kept  # b did not change: its lines were not made again

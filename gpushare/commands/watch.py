@@ -20,7 +20,7 @@ from gpushare.kube.documents import Source, read_paths
 from gpushare.kube.ledger import ASSUME_TIMEOUT
 from gpushare.live import doctor as doctoring
 from gpushare.live import serve
-from gpushare.live.metrics import exposition
+from gpushare.live.metrics import TEXT
 
 DEFAULT_LISTEN = "127.0.0.1:9445"
 
@@ -175,7 +175,7 @@ def main(args: argparse.Namespace) -> int:
             if not running.wait_ready(args.ready_timeout):
                 raise ClusterError(f"the first lists took more than {args.ready_timeout} s")
             running.live.doctor_now()
-            sys.stdout.buffer.write(exposition(running.live.refresh(heavy=True).metrics))
+            sys.stdout.buffer.write(running.live.refresh(heavy=True).exposition[TEXT][0])
             return 0
         host, port = running.address
         say(f"watching {cluster.api.configuration.host} (Kubernetes {version}), read-only")

@@ -12,9 +12,9 @@ Label cardinality is bounded (`CARDINALITY`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder, generate_latest
@@ -22,12 +22,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from gpushare.domain.labels import NODE_POOL_LABEL
 from gpushare.domain.products import MIB_PER_UNIT
-from gpushare.placement import PlacementResult, Simulation
+from gpushare.placement import Node, PlacementResult, Simulation
 from gpushare.policy.engine import Finding
-
-if TYPE_CHECKING:
-    from gpushare.planner.defrag import Fragmentation
-    from gpushare.planner.headroom import Headroom
 
 MIB = 1 << 20
 
@@ -201,86 +197,198 @@ class Moment:
 
     simulation: Simulation
     trial: PlacementResult
-    findings: Sequence[Finding] = ()
-    headroom: Sequence[Headroom] = ()
-    #: Pending pods measured by capacity's defragmentation, and the seconds each has existed (by pod key).
-    fragmentation: Sequence[Fragmentation] = ()
-    ages: Mapping[str, float] = field(default_factory=dict)
+    #: doctor's findings counted by (rule ID, severity) (`by_rule`).
+    findings: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    #: Each template's headroom (`capacity`'s answer): (Kind/namespace/name, replicas more, share of one GPU).
+    headroom: Sequence[tuple[str, int, int]] = ()
+    #: Pending GPU pods that fit after moves (capacity's defragmentation), and how long the oldest has existed.
+    movable: int = 0
+    oldest: float = 0.0
     pool_label: str = NODE_POOL_LABEL
-    #: The configured templates' shares of one GPU (units): what free memory below the smallest is stranded for.
-    shares: Sequence[int] = ()
     health: Health | None = None
+
+
+def by_rule(findings: Iterable[Finding]) -> dict[tuple[str, str], int]:
+    """Findings counted by (rule ID, severity): what the metrics serve of them."""
+    return dict(Counter((f.rule.id, f.rule.severity) for f in findings))
+
+
+@dataclass
+class Figures:
+    """A moment's numbers, compact (no model held): what the families are made of, outside the model's lock and
+    one family at a time, so a fleet of 40,000 GPUs never holds its 160,000 samples at once."""
+
+    unit: str
+    #: (node, GPU index, total, used), in units.
+    gpus: list[tuple[str, int, int, int]]
+    #: (node, the most free on one of its GPUs), in units.
+    largest: list[tuple[str, int]]
+    #: (pool, free, stranded or -1 without templates, free on partly used GPUs), in units.
+    pools: list[tuple[str, int, int, int]]
+    headroom: list[tuple[str, int]]
+    reasons: list[tuple[str, int]]
+    movable: int
+    oldest: float
+    findings: list[tuple[str, str, int]]
+    health: Health | None
+    #: The PER_NODE families' sample lines, each family's lines joined (`NodeLines`); empty: made from `gpus`.
+    lines: tuple[bytes, ...] = ()
+
+
+#: The families with a series per GPU or per GPU node: most of the exposition, kept per node (`NodeLines`).
+PER_NODE = (GPU_BYTES, GPU_ALLOCATED_BYTES, GPU_UNITS, GPU_ALLOCATED_UNITS, LARGEST_FREE_BYTES)
+
+
+class NodeLines:
+    """Each GPU node's sample lines of the PER_NODE families, as prometheus_client's text format writes them (the
+    same in OpenMetrics for gauges), kept while the node is the same object with the same count of changes: a
+    refresh formats only the nodes whose pods changed, not the fleet's 160,000 samples."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, tuple[Node, int, tuple[bytes, ...]]] = {}
+
+    def of(self, nodes: Sequence[Node], unit: str) -> tuple[bytes, ...]:
+        kept: dict[str, tuple[Node, int, tuple[bytes, ...]]] = {}
+        chunks: list[list[bytes]] = [[] for _ in PER_NODE]
+        for node in nodes:
+            if not node.gpus:
+                continue
+            found = self.kept.get(node.name)
+            if found is None or found[0] is not node or found[1] != node.changes:
+                found = (node, node.changes, _node_lines(node, unit))
+            kept[node.name] = found
+            for chunk, lines in zip(chunks, found[2], strict=True):
+                chunk.append(lines)
+        self.kept = kept
+        return tuple(b"".join(chunk) for chunk in chunks)
+
+
+def _node_lines(node: Node, unit: str) -> tuple[bytes, ...]:
+    """One node's lines of each PER_NODE family, by prometheus_client's own text format (its headers cut)."""
+    rows = [(node.name, g.index, g.total, g.used) for g in node.gpus]
+    found = Figures(unit, rows, [(node.name, max(g.free for g in node.gpus))], [], [], [], 0, 0.0, [], None)
+    made = []
+    for family in iter_families(found, PER_NODE):
+        text = generate_latest(_registry([family]))
+        made.append(b"".join(line + b"\n" for line in text.splitlines() if line and not line.startswith(b"#")))
+    return tuple(made)
+
+
+def figures(moment: Moment, lines: NodeLines | None = None) -> Figures:
+    """The moment's numbers, read off the model (with the model held); with `lines`, the PER_NODE families' lines
+    too, formatted for the nodes that changed since `lines` last saw them."""
+    simulation = moment.simulation
+    smallest = min((share for _, _, share in moment.headroom if share > 0), default=0)
+    pools: dict[str, list[int]] = {}  # pool -> [free, stranded, free on partly used GPUs]
+    gpus: list[tuple[str, int, int, int]] = []
+    largest: list[tuple[str, int]] = []
+    for node in simulation.nodes:
+        if not node.gpus:
+            continue
+        pool = pools.setdefault(node.labels.get(moment.pool_label, ""), [0, 0, 0])
+        for gpu in node.gpus:
+            gpus.append((node.name, gpu.index, gpu.total, gpu.used))
+            free = max(gpu.total - gpu.used, 0) if gpu.healthy else 0
+            pool[0] += free
+            pool[1] += free if free < smallest else 0
+            pool[2] += free if gpu.used else 0
+        largest.append((node.name, max(g.free for g in node.gpus)))
+    reasons = Counter(reason for p in moment.trial.pending if p.per_gpu for reason, _ in p.reasons)
+    return Figures(
+        simulation.semantics.gpu_memory_unit,
+        gpus,
+        largest,
+        [
+            (name, free, stranded if smallest else -1, partly)
+            for name, (free, stranded, partly) in sorted(pools.items())
+        ],
+        [(name, more) for name, more, _ in moment.headroom],
+        sorted(reasons.items()),
+        moment.movable,
+        moment.oldest,
+        [(rule, severity, count) for (rule, severity), count in sorted(moment.findings.items())],
+        moment.health,
+        lines.of(simulation.nodes, simulation.semantics.gpu_memory_unit) if lines is not None else (),
+    )
+
+
+def _family(d: Definition) -> GaugeMetricFamily | CounterMetricFamily:
+    kind = CounterMetricFamily if d.kind == "counter" else GaugeMetricFamily
+    return kind(d.name.removesuffix("_total"), d.help, labels=d.labels)
+
+
+def iter_families(found: Figures, only: Sequence[Definition] = METRICS) -> Iterator[Metric]:
+    """The families of a moment's numbers (`only` those), in `METRICS`' order, each made as it is asked for."""
+    per_unit = MIB_PER_UNIT[found.unit] * MIB
+    for d in only:
+        family = _family(d)
+        add = family.add_metric
+        if d is GPU_BYTES or d is GPU_ALLOCATED_BYTES:
+            for node, index, total, used in found.gpus:
+                add([node, str(index)], (total if d is GPU_BYTES else used) * per_unit)
+        elif d is GPU_UNITS or d is GPU_ALLOCATED_UNITS:
+            for node, index, total, used in found.gpus:
+                add([node, str(index), found.unit], total if d is GPU_UNITS else used)
+        elif d is LARGEST_FREE_BYTES:
+            for name, free in found.largest:
+                add([name], free * per_unit)
+        elif d is POOL_FREE_BYTES or d is POOL_STRANDED_BYTES or d is POOL_FRAGMENTATION:
+            for name, free, stranded, partly in found.pools:
+                if d is POOL_FREE_BYTES:
+                    add([name], free * per_unit)
+                elif d is POOL_FRAGMENTATION:
+                    add([name], partly / free if free else 0.0)
+                elif stranded >= 0:
+                    add([name], stranded * per_unit)
+        elif d is HEADROOM:
+            for name, more in found.headroom:
+                add([name], more)
+        elif d is PENDING:
+            for reason, count in found.reasons:
+                add([reason], count)
+        elif d is FIT_AFTER_MOVES:
+            add([], found.movable)
+        elif d is FIT_AFTER_MOVES_AGE:
+            add([], found.oldest)
+        elif d is FINDINGS:
+            for rule, severity, count in found.findings:
+                add([rule, severity], count)
+        elif found.health is not None:
+            _health(d, found.health, add)
+        yield family
+
+
+def _health(d: Definition, health: Health, add: Callable[..., None]) -> None:
+    """The watcher's own series of family `d`."""
+    counts = {EVENTS.name: health.events, RELISTS.name: health.relists, REJECTED.name: health.rejected}.get(d.name)
+    if counts is not None:
+        for kind, count in sorted(counts.items()):
+            add([kind], count)
+        return
+    value = {
+        EVENT_RATE.name: health.events_per_second,
+        LAG.name: health.lag,
+        RESYNC.name: health.last_resync,
+        REBUILDS.name: health.rebuilds,
+        REFRESH.name: health.refresh,
+    }[d.name]
+    add([], value)
 
 
 def families(moment: Moment) -> list[Metric]:
     """The metrics of one moment: the nodes as the running pods leave them, the pending pods' reasons (asked once
     and rolled back: the ledger is what runs, not what a dry run would bind), the pools, templates and findings."""
-    simulation = moment.simulation
-    unit = simulation.semantics.gpu_memory_unit
-    per_unit = MIB_PER_UNIT[unit] * MIB
-    made: dict[str, GaugeMetricFamily | CounterMetricFamily] = {
-        d.name: (CounterMetricFamily if d.kind == "counter" else GaugeMetricFamily)(
-            d.name.removesuffix("_total"), d.help, labels=d.labels
-        )
-        for d in METRICS
-    }
-    smallest = min((s for s in moment.shares if s > 0), default=0)
-    pools: dict[str, list[int]] = {}  # pool -> [free, stranded, free on partly used GPUs]
-    for node in simulation.nodes:
-        pool = pools.setdefault(node.labels.get(moment.pool_label, ""), [0, 0, 0])
-        for gpu in node.gpus:
-            where = [node.name, str(gpu.index)]
-            made[GPU_BYTES.name].add_metric(where, gpu.total * per_unit)
-            made[GPU_ALLOCATED_BYTES.name].add_metric(where, gpu.used * per_unit)
-            made[GPU_UNITS.name].add_metric([*where, unit], gpu.total)
-            made[GPU_ALLOCATED_UNITS.name].add_metric([*where, unit], gpu.used)
-            free = max(gpu.total - gpu.used, 0) if gpu.healthy else 0
-            pool[0] += free
-            pool[1] += free if free < smallest else 0
-            pool[2] += free if gpu.used else 0
-        if node.gpus:
-            made[LARGEST_FREE_BYTES.name].add_metric([node.name], max(g.free for g in node.gpus) * per_unit)
-    for name, (free, stranded, partly) in sorted(pools.items()):
-        if not any(n.gpus for n in simulation.nodes if n.labels.get(moment.pool_label, "") == name):
-            continue
-        made[POOL_FREE_BYTES.name].add_metric([name], free * per_unit)
-        if smallest:
-            made[POOL_STRANDED_BYTES.name].add_metric([name], stranded * per_unit)
-        made[POOL_FRAGMENTATION.name].add_metric([name], partly / free if free else 0.0)
-    for answer in moment.headroom:
-        made[HEADROOM.name].add_metric([answer.name], answer.more)
-    reasons = Counter(reason for p in moment.trial.pending if p.per_gpu for reason, _ in p.reasons)
-    for reason, count in sorted(reasons.items()):
-        made[PENDING.name].add_metric([reason], count)
-    movable = [f for f in moment.fragmentation if f.moves]
-    made[FIT_AFTER_MOVES.name].add_metric([], len(movable))
-    made[FIT_AFTER_MOVES_AGE.name].add_metric([], max((moment.ages.get(f.key, 0.0) for f in movable), default=0.0))
-    for (rule, severity), count in sorted(Counter((f.rule.id, f.rule.severity) for f in moment.findings).items()):
-        made[FINDINGS.name].add_metric([rule, severity], count)
-    health = moment.health
-    if health is not None:
-        for kind, count in sorted(health.events.items()):
-            made[EVENTS.name].add_metric([kind], count)
-        made[EVENT_RATE.name].add_metric([], health.events_per_second)
-        made[LAG.name].add_metric([], health.lag)
-        for kind, count in sorted(health.relists.items()):
-            made[RELISTS.name].add_metric([kind], count)
-        made[RESYNC.name].add_metric([], health.last_resync)
-        made[REBUILDS.name].add_metric([], health.rebuilds)
-        for kind, count in sorted(health.rejected.items()):
-            made[REJECTED.name].add_metric([kind], count)
-        made[REFRESH.name].add_metric([], health.refresh)
-    return [made[d.name] for d in METRICS]
+    return list(iter_families(figures(moment)))
 
 
 class _Fixed(Collector):
-    """The families of one moment, as a collector a registry serves."""
+    """Families as a collector a registry serves: a list, or made anew at each collect (`Figures`)."""
 
-    def __init__(self, found: Iterable[Metric]) -> None:
-        self.found = list(found)
+    def __init__(self, found: Iterable[Metric] | Callable[[], Iterator[Metric]]) -> None:
+        self.found = found
 
     def collect(self) -> Iterator[Metric]:
-        return iter(self.found)
+        return self.found() if callable(self.found) else iter(self.found)
 
 
 def _registry(found: Iterable[Metric]) -> CollectorRegistry:
@@ -294,11 +402,33 @@ def exposition(found: Iterable[Metric]) -> bytes:
     return generate_latest(_registry(found))
 
 
-def encoded(found: Iterable[Metric], accept: str) -> tuple[bytes, str]:
-    """The families in the format a scraper's Accept header asks (OpenMetrics, or the text format), and its
-    Content-Type."""
-    encoder, content_type = choose_encoder(accept)
-    return encoder(_registry(found)), content_type
+#: The Accept headers of the two formats served: Prometheus' text format, and OpenMetrics.
+TEXT, OPENMETRICS = "text/plain", "application/openmetrics-text; version=1.0.0"
+
+
+def encodings(found: Figures) -> dict[str, tuple[bytes, str]]:
+    """A moment's exposition in both formats (TEXT, OPENMETRICS) with their Content-Types: the PER_NODE families
+    from the lines kept per node (their headers by prometheus_client), the others made family by family."""
+    rest = [d for d in METRICS if d not in PER_NODE] if found.lines else list(METRICS)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Fixed(lambda: iter_families(found, rest)))
+    made = {}
+    for accept in (TEXT, OPENMETRICS):
+        encoder, content_type = choose_encoder(accept)
+        head = b""
+        if found.lines:
+            empty = CollectorRegistry(auto_describe=False)
+            empty.register(_Fixed([_family(d) for d in PER_NODE]))
+            headers = [h for h in generate_latest(empty).split(b"# HELP ") if h]  # each family's two lines
+            head = b"".join(b"# HELP " + h + lines for h, lines in zip(headers, found.lines, strict=True))
+        made[accept] = (head + encoder(registry), content_type)
+    return made
+
+
+def format_of(accept: str) -> str:
+    """Which of the formats served a scraper's Accept header asks (prometheus_client's choice)."""
+    _, content_type = choose_encoder(accept)
+    return OPENMETRICS if content_type.startswith("application/openmetrics-text") else TEXT
 
 
 #: What bounds each label's values, as docs/metrics.md says it.

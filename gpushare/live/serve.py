@@ -19,28 +19,26 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client.core import Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from gpushare import output
+from gpushare import output, process
 from gpushare.domain.labels import NODE_POOL_LABEL
 from gpushare.kube.cluster import Cluster
 from gpushare.kube.documents import Source
 from gpushare.kube.ledger import ASSUME_TIMEOUT
 from gpushare.live import doctor as doctoring
-from gpushare.live.metrics import Health, Moment, encoded, families
+from gpushare.live.metrics import Health, Moment, NodeLines, by_rule, encodings, figures, format_of
 from gpushare.live.state import LiveState, decoded
 from gpushare.live.watcher import Watcher
 from gpushare.placement import Semantics, to_dict
 from gpushare.planner import MAX_MOVES
-from gpushare.planner.defrag import Fragmentation, pending_now
-from gpushare.planner.headroom import Headroom, headroom_now, probe
+from gpushare.planner.defrag import pending_now
+from gpushare.planner.headroom import headroom_now, probe
 from gpushare.planner.report import write as write_capacity
-from gpushare.policy.engine import Finding
 
 #: A request's socket is given this long for each read and write (a slow or idle client is let go).
 REQUEST_TIMEOUT = 10
@@ -64,12 +62,25 @@ class Options:
 class View:
     """What one refresh found: served until the next one."""
 
-    metrics: list[Metric] = field(default_factory=list)
-    headroom: list[Headroom] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    fragmentation: list[Fragmentation] = field(default_factory=list)
+    #: The exposition in each format served (`gpushare.live.metrics.TEXT`, `OPENMETRICS`) and its Content-Type.
+    exposition: dict[str, tuple[bytes, str]] = field(default_factory=dict)
     unit: str = ""
+    findings: dict[tuple[str, str], int] = field(default_factory=dict)
+    heavy: Heavy = field(default_factory=lambda: Heavy())
     made: float = 0.0
+
+
+@dataclass
+class Heavy:
+    """What the heavy pass found (in a forked copy of the model): each template's headroom as `capacity -o json`
+    gives it, and the pending GPU pods that fit after moves."""
+
+    #: (Kind/namespace/name, replicas more, share of one GPU, capacity's JSON document for it).
+    headroom: list[tuple[str, int, int, dict[str, Any]]] = field(default_factory=list)
+    movable: int = 0
+    oldest: float = 0.0
+    #: The state's version it was computed on.
+    version: int = -1
 
 
 class Live:
@@ -85,9 +96,13 @@ class Live:
         self._doctor_at = -1e9
         self._doctor_version = -1
         self._doctor_thread: threading.Thread | None = None
-        self._findings: list[Finding] = []
-        self._findings_served: list[Finding] = []
+        self._heavy_thread: threading.Thread | None = None
+        self._heavy = Heavy()
+        self._heavy_served = self._heavy
+        self._findings: dict[tuple[str, str], int] = {}
+        self._findings_served: dict[tuple[str, str], int] = {}
         self._duration = 0.0
+        self._lines = NodeLines()
         self.refresher: threading.Thread | None = None
 
     # --- refreshing ----------------------------------------------------------------------------------------------
@@ -115,14 +130,18 @@ class Live:
                 due = self.state.ready and (
                     self.state.version != self._served_version
                     or self._findings is not self._findings_served
-                    or time.monotonic() - self._heavy_at >= self.options.heavy_every
+                    or self._heavy is not self._heavy_served
                 )
             if due:
                 self.refresh()
             self.stopping.wait(self.options.debounce)
 
-    def refresh(self, *, heavy: bool | None = None) -> View:
-        """Recompute what is served from the state as it is now (the heavy answers when due, or as `heavy` says)."""
+    def refresh(self, *, heavy: bool = False) -> View:
+        """Recompute what is served from the state as it is now: the ledger and the pending pods' reasons here,
+        with the model held; the heavy answers (headroom, moves) as the last heavy pass left them, or, with `heavy`,
+        from a pass run first (and waited for). A heavy pass that is due starts in the background."""
+        if heavy:
+            self._heavy_pass()
         started = time.monotonic()
         opts = self.options
         previous = self.view or View()
@@ -134,37 +153,72 @@ class Live:
             if fleet is None:
                 return previous
             version = state.version
-            heavy = heavy if heavy is not None else started - self._heavy_at >= opts.heavy_every
             trial = fleet.trial()
-            headroom, fragmentation = previous.headroom, previous.fragmentation
-            if heavy:
-                headroom = [
-                    headroom_now(fleet, template, replica)
-                    for template, replica in zip(state.templates, fleet.templates, strict=True)
-                ]
-                fragmentation = pending_now(fleet, state.running(), opts.max_moves)
-                self._heavy_at = started
-            movable = {f.key for f in fragmentation if f.moves}
-            now = time.time()
-            ages = {p.key: _age(p.created, now) for p in fleet.pending if p.key in movable}
+            found = self._heavy
             health = self._health(started)
             health.lag = state.served(time.monotonic())
             findings = self._findings
-            shares = [h.per_gpu for h in headroom if h.per_gpu]
-            moment = Moment(fleet, trial, findings, headroom, fragmentation, ages, opts.pool_label, shares, health)
-            metrics = families(moment)
+            answers = [(name, more, share) for name, more, share, _ in found.headroom]
+            moment = Moment(fleet, trial, findings, answers, found.movable, found.oldest, opts.pool_label, health)
+            numbers = figures(moment, self._lines)
             self._served_version = version
-            self._findings_served = findings
+            self._findings_served, self._heavy_served = findings, found
             doctor_due = version != self._doctor_version and started - self._doctor_at >= opts.doctor_every
-            held = state.held() if doctor_due and not self._doctoring() else None
+            held = state.held() if doctor_due and not _running(self._doctor_thread) else None
+            heavy_due = version != found.version and started - self._heavy_at >= opts.heavy_every
         self._duration = time.monotonic() - started
-        view = View(metrics, headroom, findings, fragmentation, fleet.semantics.gpu_memory_unit, time.time())
+        view = View(encodings(numbers), fleet.semantics.gpu_memory_unit, findings, found, time.time())
         self.view = view
         if held is not None:
             self._doctor_at, self._doctor_version = started, version
             self._doctor_thread = threading.Thread(target=self._doctor, args=(held,), daemon=True)
             self._doctor_thread.start()
+        if heavy_due and not _running(self._heavy_thread):
+            self._heavy_at = started
+            self._heavy_thread = threading.Thread(target=self._heavy_pass, daemon=True)
+            self._heavy_thread.start()
         return view
+
+    def _heavy_pass(self) -> None:
+        """The templates' headroom and the pending pods' moves, asked of a forked copy of the process made with the
+        model held (a consistent moment): the copy places thousands of replicas on the other core while this
+        process goes on taking the cluster's events. Where no copy can be made, here, with the model held."""
+        with self.state.lock:
+            fleet = self.state.fleet
+            if fleet is None or self.state.stale:
+                return
+            version = self.state.version
+            child = process.Child.start(self._heavy_answers)
+            if child is None:
+                buffer = io.BytesIO()
+                self._heavy_answers(buffer)
+                self._heavy = _heavy_of(buffer.getvalue(), version)
+                return
+        try:
+            if child.exit_code() == 0:
+                child.output.seek(0)
+                self._heavy = _heavy_of(child.output.read(), version)
+        finally:
+            child.close()
+
+    def _heavy_answers(self, out: IO[bytes]) -> int:
+        state, opts = self.state, self.options
+        fleet = state.fleet
+        assert fleet is not None
+        unit = fleet.semantics.gpu_memory_unit
+        headroom = []
+        for template, replica in zip(state.templates, fleet.templates, strict=True):
+            answer = headroom_now(fleet, template, replica)
+            text = io.StringIO()
+            write_capacity([answer], [], None, None, unit, "json", text)
+            headroom.append([answer.name, answer.more, answer.per_gpu, json.loads(text.getvalue())])
+        movable = {f.key for f in pending_now(fleet, state.running(), opts.max_moves) if f.moves}
+        now = time.time()
+        ages = [_age(p.created, now) for p in fleet.pending if p.key in movable]
+        out.write(
+            json.dumps({"headroom": headroom, "movable": len(movable), "oldest": max(ages, default=0.0)}).encode()
+        )
+        return 0
 
     def doctor_now(self) -> None:
         """doctor's findings on the objects as they are, in this thread (served from the next refresh on)."""
@@ -185,11 +239,25 @@ class Live:
         said = f"{len(fleet.nodes)} nodes ({gpus} GPUs), {running} running pods, {pending} pending"
         return f"{said}; {skipped}" if skipped else said
 
-    def _doctoring(self) -> bool:
-        return self._doctor_thread is not None and self._doctor_thread.is_alive()
+    def _doctor(self, held: list[tuple[int, str, bytes]]) -> None:
+        """doctor's findings on a copy of the objects, counted by rule: served from the next refresh on. The pass
+        runs in a forked copy of this process where one can be made: reading a fleet's pods whole as doctor does
+        costs far more memory than the model (about 1.5 GiB at 150,000 pods, benchmarks/watch.py), which the copy
+        gives back when it exits; the watcher's own memory stays the model's."""
+        child = process.Child.start(lambda out: self._doctor_pass(held, out))
+        if child is None:
+            buffer = io.BytesIO()
+            self._doctor_pass(held, buffer)
+            self._findings = _counts(buffer.getvalue())
+            return
+        try:
+            if child.exit_code() == 0:
+                child.output.seek(0)
+                self._findings = _counts(child.output.read())
+        finally:
+            child.close()
 
-    def _doctor(self, held: list[tuple[str, str, bytes]]) -> None:
-        """doctor's findings on a copy of the objects, read outside the lock: served from the next refresh on."""
+    def _doctor_pass(self, held: list[tuple[int, str, bytes]], out: IO[bytes]) -> int:
         opts = self.options
         report = doctoring.doctor(
             list(decoded(held)),
@@ -198,7 +266,10 @@ class Live:
             assume_timeout=opts.assume_timeout,
             semantics=self.state.semantics.name,
         )
-        self._findings = list(report.findings)
+        out.write(
+            json.dumps([[rule, severity, n] for (rule, severity), n in by_rule(report.findings).items()]).encode()
+        )
+        return 0
 
     def _health(self, started: float) -> Health:
         state, watcher = self.state, self.watcher
@@ -243,19 +314,15 @@ class Live:
         return doc
 
     def capacity(self, name: str) -> dict[str, Any] | None:
-        """One configured template's headroom as `capacity -o json` reports it (the last heavy refresh's)."""
+        """One configured template's headroom as `capacity -o json` reports it (the last heavy pass's)."""
         view = self.view
         if view is None:
             return None
-        found = [h for h in view.headroom if name in (h.name, h.name.split("/", 1)[1], h.name.rsplit("/", 1)[1])]
-        if len(found) != 1:
-            return None
-        out = io.StringIO()
-        write_capacity(found, [], None, None, view.unit, "json", out)
-        return dict(json.loads(out.getvalue()))
+        found = [doc for label, _, _, doc in view.heavy.headroom if name in _names(label)]
+        return found[0] if len(found) == 1 else None
 
     def templates(self) -> list[str]:
-        return [h.name for h in (self.view.headroom if self.view is not None else [])]
+        return [label for label, _, _, _ in (self.view.heavy.headroom if self.view is not None else [])]
 
 
 def _devices(node: Any, key: str) -> list[dict[str, int]]:
@@ -263,6 +330,24 @@ def _devices(node: Any, key: str) -> list[dict[str, int]]:
         if pod.key == key:
             return [{"index": g.index, "units": pod.per_gpu} for g in node.devices.get(id(pod), [])]
     return []
+
+
+def _names(label: str) -> tuple[str, str, str]:
+    """What a template may be asked by: Kind/namespace/name, namespace/name, name."""
+    return label, label.split("/", 1)[1], label.rsplit("/", 1)[1]
+
+
+def _running(thread: threading.Thread | None) -> bool:
+    return thread is not None and thread.is_alive()
+
+
+def _heavy_of(data: bytes, version: int) -> Heavy:
+    found = json.loads(data)
+    return Heavy([tuple(h) for h in found["headroom"]], int(found["movable"]), float(found["oldest"]), version)
+
+
+def _counts(data: bytes) -> dict[tuple[str, str], int]:
+    return {(str(rule), str(severity)): int(n) for rule, severity, n in json.loads(data)}
 
 
 def _age(created: str, now: float) -> float:
@@ -308,7 +393,7 @@ def app(live: Live) -> Callable[[dict[str, Any], Start], Iterator[bytes]]:
         if view is None:
             return _reply(start, "503 Service Unavailable", b"not ready: the first list is not done\n")
         if path == "/metrics":
-            body, content_type = encoded(view.metrics, environ.get("HTTP_ACCEPT", ""))
+            body, content_type = view.exposition[format_of(environ.get("HTTP_ACCEPT", ""))]
             return _reply(start, "200 OK", body, [("Content-Type", content_type)])
         if path == "/explain":
             key = (query.get("pod") or [""])[0]

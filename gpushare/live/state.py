@@ -16,12 +16,14 @@ metrics and doctor's findings report; it never ends the watch.
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
+from gpushare import process
 from gpushare.errors import GpushareError
 from gpushare.kube.cluster import WATCHES
 from gpushare.kube.documents import Source
@@ -31,16 +33,42 @@ from gpushare.placement import Pod, Semantics, Simulation
 from gpushare.planner.headroom import probe
 
 _FINISHED = ("Succeeded", "Failed")
+_POD = next(i for i, listing in enumerate(WATCHES) if listing.kind == "Pod")
+_NODE = next(i for i, listing in enumerate(WATCHES) if listing.kind == "Node")
 #: Node fields the model reads: a Node update that changes none of them (a kubelet's heartbeat) changes nothing.
 _NODE_FIELDS = ("labels", "annotations")
 _NODE_STATUS = ("allocatable", "capacity", "images", "addresses")
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
+#: Each listing's first object, zlib's preset dictionary for the listing's others: a fleet's pods are alike, so a
+#: pod of 500 bytes of JSON keeps in about 55 (`pack`). Set once per process, and never changed.
+_DICTS: dict[int, bytes] = {}
 
 
-def decoded(held: list[tuple[str, str, bytes]]) -> Iterator[Source]:
-    for kind, key, raw in held:
-        yield Source(_decode(raw), f"{kind}/{key}")
+def pack(index: int, obj: dict[str, Any]) -> bytes:
+    """An object of listing `index` as the state keeps it: trimmed, compact JSON, compressed against the listing's
+    first object."""
+    raw = _encode(trim(obj))
+    packer = zlib.compressobj(1, zdict=_DICTS.setdefault(index, raw))
+    return packer.compress(raw) + packer.flush()
+
+
+def unpack(index: int, data: bytes) -> dict[str, Any]:
+    unpacker = zlib.decompressobj(zdict=_DICTS[index])
+    found: dict[str, Any] = _decode(unpacker.decompress(data) + unpacker.flush())
+    return found
+
+
+def decoded(held: list[tuple[int, str, bytes]]) -> Iterator[Source]:
+    for index, key, raw in held:
+        yield Source(unpack(index, raw), f"{WATCHES[index].kind}/{key}")
+
+
+def encoded(index: int, items: list[dict[str, Any]]) -> dict[str, bytes]:
+    """A page of listing `index`'s items as the state keeps them: those it keeps, trimmed, compact, by key (a
+    page at a time: a fleet's pods are never all held as dicts at once)."""
+    listing = WATCHES[index]
+    return {key_of(obj): pack(index, obj) for obj in items if listing.keep(obj)}
 
 
 def key_of(obj: dict[str, Any]) -> str:
@@ -112,43 +140,17 @@ class LiveState:
         """Every object held, as a snapshot's files would give them (what doctor and a rebuild read)."""
         return decoded(self.held())
 
-    def held(self) -> list[tuple[str, str, bytes]]:
-        """Every object held as (kind, key, JSON): taken under the lock, cheap; decoded outside it (`decoded`)."""
-        return [
-            (listing.kind, key, raw)
-            for listing, objects in zip(WATCHES, self.objects, strict=True)
-            for key, raw in objects.items()
-        ]
-
-    def split(self) -> tuple[list[Source], list[Source], list[Source]]:
-        """Nodes, what runs (and the cluster's other objects), and the pods waiting: a snapshot's three inputs."""
-        nodes: list[Source] = []
-        existing: list[Source] = []
-        pending: list[Source] = []
-        for src in self.sources():
-            if src.kind == "Node":
-                nodes.append(src)
-            elif src.kind == "Pod":
-                spec, status = src.obj.get("spec") or {}, src.obj.get("status") or {}
-                if spec.get("nodeName"):
-                    existing.append(src)
-                elif status.get("phase") not in _FINISHED:
-                    pending.append(src)
-            elif src.kind != "DaemonSet":
-                existing.append(src)
-        return nodes, existing, pending
+    def held(self) -> list[tuple[int, str, bytes]]:
+        """Every object held as (listing, key, packed): taken under the lock, cheap; read outside it (`decoded`)."""
+        return [(index, key, raw) for index, objects in enumerate(self.objects) for key, raw in objects.items()]
 
     # --- changes -------------------------------------------------------------------------------------------------
 
-    def replace(self, index: int, items: list[dict[str, Any]], now: float) -> None:
-        """A list (the first, or again after 410 Gone or at a resync): its objects replace what was held of it,
-        the differences applied as events would be."""
+    def replace(self, index: int, fresh: dict[str, bytes], now: float) -> None:
+        """A list (the first, or again after 410 Gone or at a resync), its objects `encoded`: they replace what was
+        held of it, the differences applied as events would be."""
         listing = WATCHES[index]
         self.skipped.pop(listing.kind, None)
-        fresh = {}
-        for obj in items:
-            if listing.keep(obj):
-                fresh[key_of(obj)] = _encode(trim(obj))
         held = self.objects[index]
         if self.fleet is None or not self.listed[index]:
             self.objects[index] = fresh
@@ -172,7 +174,7 @@ class LiveState:
         key = key_of(obj)
         held = self.objects[index]
         old = held.get(key)
-        raw = _encode(trim(obj)) if kind != "DELETED" and listing.keep(obj) else None
+        raw = pack(index, obj) if kind != "DELETED" and listing.keep(obj) else None
         if raw == old:
             return
         if raw is None:
@@ -198,9 +200,9 @@ class LiveState:
         self.fleet.settle()  # the cluster's changes are for good: the refreshes' questions rolled theirs back
         self.rejected.pop((kind, key), None)
         if kind == "Pod":
-            self._pod(key, None if new is None else _decode(new))
+            self._pod(key, None if new is None else unpack(_POD, new))
         elif kind == "Node":
-            self._node(key, None if old is None else _decode(old), None if new is None else _decode(new))
+            self._node(key, None if old is None else unpack(_NODE, old), None if new is None else unpack(_NODE, new))
         elif kind != "DaemonSet":  # what the model reads of the cluster's other objects: read again
             self.stale = True
 
@@ -269,32 +271,45 @@ class LiveState:
 
     def rebuild(self) -> None:
         """The model made afresh from the objects held (the first time, and after a change it does not follow
-        event by event); the running pods charged. A model that cannot be made keeps the last one."""
-        nodes, existing, pending = self.split()
-        kept = []
-        for src in nodes:
-            info = read_node(src)
-            if info is not None and info.problems:
-                self._reject_node(info.name, info.problems[0].field, info.problems[0].value)
-            else:
-                self.rejected.pop(("Node", str((src.obj.get("metadata") or {}).get("name", ""))), None)
-                kept.append(src)
+        event by event): the Nodes and the cluster's other objects read whole, then each pod, decoded one at a time,
+        bound or queued as its event would be (the model never holds the fleet's pods as documents at once). A model
+        that cannot be made keeps the last one, and says why."""
+        with process.paused():  # the model holds no cycles: the collector would walk it as it grows
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        nodes: list[Source] = []
+        others: list[Source] = []
+        for index, (listing, objects) in enumerate(zip(WATCHES, self.objects, strict=True)):
+            if listing.kind in ("Pod", "DaemonSet"):
+                continue
+            for key, raw in objects.items():
+                src = Source(unpack(index, raw), f"{listing.kind}/{key}")
+                if listing.kind != "Node":
+                    others.append(src)
+                    continue
+                info = read_node(src)
+                if info is not None and info.problems:
+                    self._reject_node(info.name, info.problems[0].field, info.problems[0].value)
+                else:
+                    self.rejected.pop(("Node", key), None)
+                    nodes.append(src)
         try:
             probes = [probe(t) for t in self.templates]
-            fleet = Simulation.from_sources(kept, existing, pending, self.semantics, templates=probes)
+            fleet = Simulation.from_sources(nodes, others, [], self.semantics, templates=probes, consume=True)
         except Exception as exc:  # a model that cannot be made keeps the last one, and says why
             self.rejected[("Model", "")] = Rejected("Model", "", str(exc))
             self.stale = False
             return
         self.rejected.pop(("Model", ""), None)
         fleet.charge()
-        self.pods = {p.key: p for p in [*fleet.running, *fleet.pending]}
-        self.orphans = {}
-        for pod in fleet.running:
-            if not fleet.has_node(pod.node or ""):
-                self.orphans.setdefault(pod.node or "", set()).add(pod.key)
-        self.fleet = fleet
+        self.fleet, self.pods, self.orphans = fleet, {}, {}
         self.stale = False
+        for key, raw in self.objects[_POD].items():
+            try:
+                self._pod(key, unpack(_POD, raw))
+            except Exception as exc:  # as an event's: kept out and said
+                self.rejected[("Pod", key)] = Rejected("Pod", key, f"{type(exc).__name__}: {exc}")
         self.counts.rebuilds += 1
 
     def running(self) -> list[Pod]:

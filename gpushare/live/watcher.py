@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushare.kube.cluster import PAGE, WATCHES, Cluster, ClusterError, Expired, pages, watch_events
-from gpushare.live.state import LiveState
+from gpushare.live.state import LiveState, encoded
 
 #: How long one watch call lasts before the server ends it (then it resumes from the last version seen).
 WATCH_SECONDS = 240
@@ -31,7 +31,7 @@ _BACKOFF = 30.0
 @dataclass(frozen=True)
 class _Listed:
     index: int
-    items: list[dict[str, Any]]
+    items: dict[str, bytes]
     arrived: float
     resync: bool
 
@@ -143,11 +143,12 @@ class Watcher:
         if self.stopping.is_set():
             raw.stop()
 
-    def _list(self, index: int) -> tuple[str, list[dict[str, Any]]]:
+    def _list(self, index: int) -> tuple[str, dict[str, bytes]]:
+        """The list's resourceVersion and its objects as the state keeps them, encoded page by page."""
         versions: list[str] = []
-        items: list[dict[str, Any]] = []
+        items: dict[str, bytes] = {}
         for found in pages(self.cluster, WATCHES[index], self.page, versions):
-            items += found
+            items.update(encoded(index, found))
         return versions[0], items
 
     def _relisted(self, kind: str) -> None:

@@ -325,6 +325,14 @@ class Inventory:
     reading: Reading | None = None
 
 
+#: Pod fields with few values across a fleet (`Reading._shared`), and how many values are kept at most.
+_SHARED_FIELDS = (
+    "namespace", "labels", "ns_labels", "images", "other", "scheduler_name", "gpu_held", "node", "cpu", "memory",
+    "nz_cpu", "nz_memory", "node_gpu_mem", "gpu_mem", "created",
+)  # fmt: skip
+_SHARED_MOST = 200_000
+
+
 @dataclass
 class Reading:
     """What a fleet's pods and nodes are read against: the profile, the unit's ratio, the controllers and Services
@@ -337,16 +345,40 @@ class Reading:
     namespaces: dict[str, dict[str, str]]
     classes: Mapping[str, priorities.PriorityClass]
     unhealthy: dict[str, set[int]]
+    #: Running pods read as copies of one read before them (`_Alike`): a fleet's pods share a few templates.
+    alike: _Alike | None = None
+    #: One object for each value pods share (a namespace, labels, images, a request), for pods read one by one.
+    shared: dict[Any, Any] = field(default_factory=dict)
 
     def pod(self, src: Source) -> Pod | None:
-        """One Pod as the fleet's were read: a bound one as running (charged by its annotations), an unbound one
-        as one to place (its spreading worked out). None for what is no pod."""
+        """One Pod as the fleet's were read: a bound one as running (charged by its annotations; a copy of a like
+        one read before, as `build` reads them), an unbound one as one to place (its spreading worked out). None
+        for what is no pod."""
+        if self.alike is None:
+            self.alike = _Alike(self.plugins, self.ratio)
+        copied = self.alike.copy(src) if src.kind == "Pod" else None
+        if copied is not None:
+            return copied
         view = read_workload(src)
         if view is None or view.kind != "Pod":
             return None
         if view.spec.get("nodeName"):
-            return to_pod(view, self.plugins, self.ratio, namespaces=self.namespaces, classes=self.classes)
-        return next(_pods(view, [], self.plugins, self.ratio, self.owners, self.namespaces, 0, self.classes))
+            pod = self._shared(to_pod(view, self.plugins, self.ratio, namespaces=self.namespaces, classes=self.classes))
+            self.alike.keep(src, pod)
+            return pod
+        return self._shared(
+            next(_pods(view, [], self.plugins, self.ratio, self.owners, self.namespaces, 0, self.classes))
+        )
+
+    def _shared(self, pod: Pod) -> Pod:
+        """The pod holding the objects other pods hold for equal values: a fleet read pod by pod (a live cluster's)
+        holds each namespace, label set, image list and request once, as `build`'s copies do."""
+        table = self.shared
+        if len(table) < _SHARED_MOST:
+            for name in _SHARED_FIELDS:
+                value = getattr(pod, name)
+                setattr(pod, name, table.setdefault(value, value))
+        return pod
 
     def node(self, src: Source) -> Node | None:
         """One Node as the fleet's were read (None for what is no Node); an invalid one raises InputError."""
@@ -484,7 +516,7 @@ def _build(
         "(--existing) for the scheduling order and preemption to be modelled"
         for note, count in sorted(unknown.items())
     ]
-    reading = Reading(plugins, ratio, owners, namespaces, classes, unhealthy)
+    reading = Reading(plugins, ratio, owners, namespaces, classes, unhealthy, alike)
     return Inventory(nodes, existing, new, ignored, quotas, budgets, notes, findings, kept, reading)
 
 

@@ -253,22 +253,24 @@ class WatchImage(Image):
 
 
 class WatchAlerts(_Model):
-    """The PrometheusRule's thresholds."""
+    """The PrometheusRule's thresholds (each default given by name: mypyc's type check reads no other)."""
 
     pending_minutes: int = Field(
-        15,
+        default=15,
         ge=1,
         le=10_080,
         description="Alert when a GPU pod that would fit after moving running pods (fragmentation) has waited this "
         "many minutes.",
     )
     headroom_below: int = Field(
-        1,
+        default=1,
         ge=1,
         le=1_000_000,
         description="Alert when a template's headroom (replicas that still fit) falls below this.",
     )
-    for_minutes: int = Field(5, ge=0, le=1_440, description="How long a condition holds before its alert fires.")
+    for_minutes: int = Field(
+        default=5, ge=0, le=1_440, description="How long a condition holds before its alert fires."
+    )
 
 
 class WatchSettings(Component):

@@ -405,3 +405,34 @@ def test_under_the_charts_access_it_watches_and_cannot_write(
             assert refused.value.status == 403
     finally:
         watcher.stop()
+
+
+def test_a_bad_object_in_the_stream_is_a_finding_never_a_crash(
+    cluster: ControlPlane, fleet: tuple[client.CoreV1Api, Path]
+) -> None:
+    """A pod whose allocation annotation no reader can parse and a node reporting an absurd GPU memory reach the
+    watch as events: it keeps serving, and doctor's findings on them are on /metrics (GL601, GN314)."""
+    core, template = fleet
+    watcher = Watcher(cluster, cluster.kubeconfig, template)
+    try:
+        gpu_pod(core, "garbled", "w-a", 2, 0)
+        core.patch_namespaced_pod("garbled", NS, {"metadata": {"annotations": {"ALIYUN_COM_GPU_MEM_IDX": "zero"}}})
+        node, status = gpu_node("w-huge", 1, 16)
+        for reported in ("capacity", "allocatable"):
+            status["status"][reported]["aliyun.com/gpu-mem"] = "1e15"
+        create_node(core, node, status)
+        finding = 'gpushare_doctor_findings{rule="%s",severity="error"}'
+
+        def found(s: dict[Any, float]) -> bool:
+            rules = {dict(k[1]).get("rule") for k in s if k[0] == "gpushare_doctor_findings"}
+            return {"GL601", "GN314"} <= rules
+
+        watcher.wait(found, 20.0)
+        assert watcher.popen.poll() is None and watcher.get("/healthz")[0] == 200
+        assert finding % "GL601" in watcher.get("/metrics")[1]
+        started = time.monotonic()
+        assert watcher.stop() == 0 and time.monotonic() - started < 10  # SIGTERM: well within a pod's 30 s
+    finally:
+        watcher.stop()
+        core.delete_namespaced_pod("garbled", NS, grace_period_seconds=0)
+        core.delete_node("w-huge")
