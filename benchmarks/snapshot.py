@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "e2e")]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]  # gpushare as installed
 
 from cluster import ControlPlane  # noqa: E402
 from kube import api, gpu_node  # noqa: E402

@@ -39,6 +39,7 @@ from gpushare.planner import MAX_MOVES
 from gpushare.planner.defrag import pending_now
 from gpushare.planner.headroom import headroom_now, probe
 from gpushare.planner.report import write as write_capacity
+from gpushare.policy.validate import Report
 
 #: A request's socket is given this long for each read and write (a slow or idle client is let go).
 REQUEST_TIMEOUT = 10
@@ -145,7 +146,7 @@ class Live:
         started = time.monotonic()
         opts = self.options
         previous = self.view or View()
-        with self.state.lock:
+        with self.state.lock, process.paused():
             state = self.state
             if state.stale:
                 state.rebuild()
@@ -202,6 +203,10 @@ class Live:
             child.close()
 
     def _heavy_answers(self, out: IO[bytes]) -> int:
+        with process.paused():  # the collector would walk the whole model again and again as the replicas are made
+            return self._heavy_written(out)
+
+    def _heavy_written(self, out: IO[bytes]) -> int:
         state, opts = self.state, self.options
         fleet = state.fleet
         assert fleet is not None
@@ -258,18 +263,22 @@ class Live:
             child.close()
 
     def _doctor_pass(self, held: list[tuple[int, str, bytes]], out: IO[bytes]) -> int:
+        with process.paused():
+            report = self._doctor_report(held)
+        out.write(
+            json.dumps([[rule, severity, n] for (rule, severity), n in by_rule(report.findings).items()]).encode()
+        )
+        return 0
+
+    def _doctor_report(self, held: list[tuple[int, str, bytes]]) -> Report:
         opts = self.options
-        report = doctoring.doctor(
+        return doctoring.doctor(
             list(decoded(held)),
             kube_version=opts.kube_version,
             served=opts.served,
             assume_timeout=opts.assume_timeout,
             semantics=self.state.semantics.name,
         )
-        out.write(
-            json.dumps([[rule, severity, n] for (rule, severity), n in by_rule(report.findings).items()]).encode()
-        )
-        return 0
 
     def _health(self, started: float) -> Health:
         state, watcher = self.state, self.watcher

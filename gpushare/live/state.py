@@ -155,7 +155,7 @@ class LiveState:
         if self.fleet is None or not self.listed[index]:
             self.objects[index] = fresh
             self.listed[index] = True
-            self._touched(now)
+            self.version += 1  # a first list: no event waits on it (the lag is the events')
             if listing.kind not in ("DaemonSet",):
                 self.stale = True
             return

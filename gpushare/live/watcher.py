@@ -68,8 +68,10 @@ class Watcher:
         #: Arrival times of the last events (for the rate over ten seconds).
         self.arrivals: deque[float] = deque(maxlen=100_000)
 
-    def start(self) -> None:
-        for index in range(len(WATCHES)):
+    def start(self, *, reading: bool = True) -> None:
+        """The reading threads and the one that applies; without `reading`, the applier alone, for events given
+        by `deliver` (a benchmark's stream)."""
+        for index in range(len(WATCHES)) if reading else ():
             thread = threading.Thread(target=self._follow, args=(index,), name=f"watch-{WATCHES[index].kind}")
             thread.daemon = True
             self.threads.append(thread)
@@ -111,9 +113,7 @@ class Watcher:
                     seen = str((obj.get("metadata") or {}).get("resourceVersion") or "")
                     version = seen or version
                     if kind in ("ADDED", "MODIFIED", "DELETED"):
-                        now = time.monotonic()
-                        self.arrivals.append(now)
-                        self.inbox.put(_Event(index, kind, obj, now))
+                        self.deliver(index, kind, obj)
                     if time.monotonic() - listed_at >= self.resync:
                         break
                 failures = 0
@@ -135,6 +135,12 @@ class Watcher:
                     version = None
                     self._relisted(listing.kind)
                 self.stopping.wait(min(_BACKOFF, 0.5 * 2**failures))
+
+    def deliver(self, index: int, kind: str, obj: dict[str, Any]) -> None:
+        """One event of listing `index` (ADDED, MODIFIED, DELETED), stamped with its arrival, for the applier."""
+        now = time.monotonic()
+        self.arrivals.append(now)
+        self.inbox.put(_Event(index, kind, obj, now))
 
     def _opened(self, raw: Any) -> None:
         with self._open_lock:
