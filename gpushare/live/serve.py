@@ -132,10 +132,19 @@ class Live:
                     self.state.version != self._served_version
                     or self._findings is not self._findings_served
                     or self._heavy is not self._heavy_served
+                    or any(self._passes_due(self.state.version, time.monotonic()))
                 )
             if due:
                 self.refresh()
             self.stopping.wait(self.options.debounce)
+
+    def _passes_due(self, version: int, now: float) -> tuple[bool, bool]:
+        """Whether doctor's pass and the heavy pass are due: the state changed since each last ran, its interval
+        has passed, and it is not running."""
+        opts = self.options
+        doctor = version != self._doctor_version and now - self._doctor_at >= opts.doctor_every
+        heavy = version != self._heavy.version and now - self._heavy_at >= opts.heavy_every
+        return doctor and not _running(self._doctor_thread), heavy and not _running(self._heavy_thread)
 
     def refresh(self, *, heavy: bool = False) -> View:
         """Recompute what is served from the state as it is now: the ledger and the pending pods' reasons here,
@@ -164,9 +173,8 @@ class Live:
             numbers = figures(moment, self._lines)
             self._served_version = version
             self._findings_served, self._heavy_served = findings, found
-            doctor_due = version != self._doctor_version and started - self._doctor_at >= opts.doctor_every
-            held = state.held() if doctor_due and not _running(self._doctor_thread) else None
-            heavy_due = version != found.version and started - self._heavy_at >= opts.heavy_every
+            doctor_due, heavy_due = self._passes_due(version, started)
+            held = state.held() if doctor_due else None
         self._duration = time.monotonic() - started
         view = View(encodings(numbers), fleet.semantics.gpu_memory_unit, findings, found, time.time())
         self.view = view
@@ -174,7 +182,7 @@ class Live:
             self._doctor_at, self._doctor_version = started, version
             self._doctor_thread = threading.Thread(target=self._doctor, args=(held,), daemon=True)
             self._doctor_thread.start()
-        if heavy_due and not _running(self._heavy_thread):
+        if heavy_due:
             self._heavy_at = started
             self._heavy_thread = threading.Thread(target=self._heavy_pass, daemon=True)
             self._heavy_thread.start()
