@@ -7,9 +7,11 @@ denied, or the cluster unreachable.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from gpushare.domain import labels
@@ -25,6 +27,30 @@ class ClusterError(GpushareError):
     """The cluster could not be read: unreachable, or access denied."""
 
 
+#: Where a pod's ServiceAccount token and the cluster's CA are mounted (kubelet's projected volume).
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+def in_a_pod() -> bool:
+    """Running in a pod with its ServiceAccount's token, and no kubeconfig given ($KUBECONFIG, ~/.kube/config): the
+    in-cluster configuration, as client-go's `rest.InClusterConfig` reads it, is the one to use."""
+    if os.environ.get("KUBECONFIG") or (Path.home() / ".kube" / "config").exists():
+        return False
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (SERVICE_ACCOUNT / "token").exists()
+
+
+def _in_cluster() -> Any:
+    """An API client on the pod's ServiceAccount (its token re-read as kubelet rotates it)."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    loader = config.incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
+        token_filename=str(SERVICE_ACCOUNT / "token"), cert_filename=str(SERVICE_ACCOUNT / "ca.crt")
+    )
+    loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+    return client.ApiClient(configuration)
+
+
 class Cluster:
     """A kubeconfig's cluster, and its objects as plain dicts (the way `kubectl get -o yaml` shows them)."""
 
@@ -32,7 +58,10 @@ class Cluster:
         from kubernetes import client, config
 
         try:
-            self.api = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+            if kubeconfig is None and in_a_pod():
+                self.api = _in_cluster()
+            else:
+                self.api = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
         except (config.ConfigException, OSError, TypeError) as exc:
             raise ClusterError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {exc}") from None
         self.name = kubeconfig or "kubeconfig"

@@ -345,6 +345,12 @@ def test_prometheus_scrapes_it_and_promql_says_what_doctor_and_capacity_say(
         core.delete_namespaced_pod("twice-2", NS, grace_period_seconds=0)
 
 
+def watch_access_kubeconfig(cluster: ControlPlane, core: client.CoreV1Api) -> Path:
+    """`watch_access`'s kubeconfig, made once for the cluster."""
+    path = cluster.workdir / "watch.kubeconfig"
+    return path if path.exists() else watch_access(cluster, core)
+
+
 def watch_access(cluster: ControlPlane, core: client.CoreV1Api) -> Path:
     """The chart's watch ServiceAccount, ClusterRole and binding as rendered, and a kubeconfig with its token."""
     rbac = client.RbacAuthorizationV1Api(core.api_client)
@@ -381,7 +387,7 @@ def test_under_the_charts_access_it_watches_and_cannot_write(
     cluster: ControlPlane, fleet: tuple[client.CoreV1Api, Path]
 ) -> None:
     core, template = fleet
-    access = watch_access(cluster, core)
+    access = watch_access_kubeconfig(cluster, core)
     watcher = Watcher(cluster, access, template)
     try:
         found = watcher.series()
@@ -436,3 +442,29 @@ def test_a_bad_object_in_the_stream_is_a_finding_never_a_crash(
         watcher.stop()
         core.delete_namespaced_pod("garbled", NS, grace_period_seconds=0)
         core.delete_node("w-huge")
+
+
+def test_in_a_pod_it_reads_with_its_service_account(
+    cluster: ControlPlane, fleet: tuple[client.CoreV1Api, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No kubeconfig and a ServiceAccount's token mounted as kubelet mounts it: the in-cluster configuration (the
+    chart's Deployment runs so), under the chart's own access: it lists, and a write is refused."""
+    from gpushare.kube import cluster as kube_cluster
+
+    core, _ = fleet
+    access = yaml.safe_load(watch_access_kubeconfig(cluster, core).read_text())
+    mounted = tmp_path / "serviceaccount"
+    mounted.mkdir()
+    (mounted / "token").write_text(access["users"][0]["user"]["token"])
+    (mounted / "ca.crt").write_bytes(cluster.pki.ca.read_bytes())
+    monkeypatch.setattr(kube_cluster, "SERVICE_ACCOUNT", mounted)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(cluster.port))
+    assert kube_cluster.in_a_pod()
+    inside = kube_cluster.Cluster(None)
+    assert "w-a" in {n.metadata.name for n in inside.core.list_node().items}
+    with pytest.raises(ApiException) as refused:
+        inside.core.create_namespaced_config_map(NS, {"metadata": {"name": "written-in-a-pod"}})
+    assert refused.value.status == 403
