@@ -69,6 +69,25 @@ FACT_FLAGS: dict[str, str] = {
 }
 
 
+def add_ledger_reading(p: argparse.ArgumentParser, served: tuple[str, ...], assume_timeout: float) -> None:
+    """How doctor reads the ledger (`doctor`, and `watch`'s doctor pass): the schedulerNames GPU sharing serves, and
+    how long a pod may stay assumed and never allocated."""
+    p.add_argument(
+        "--scheduler-name",
+        action="append",
+        type=scheduler_name,
+        metavar="NAME",
+        help=f"a spec.schedulerName GPU sharing serves (repeatable; default: {', '.join(served)})",
+    )
+    p.add_argument(
+        "--assume-timeout",
+        type=seconds("--assume-timeout"),
+        default=assume_timeout,
+        metavar="SECONDS",
+        help=f"a pod assumed by the extender this long and never allocated is reported (default {assume_timeout:g})",
+    )
+
+
 def add_facts(p: argparse.ArgumentParser) -> None:
     """The cluster facts' flags, and the form findings are reported in (`validate`, `preflight`)."""
     facts = p.add_argument_group("cluster facts (what the rules check against)")

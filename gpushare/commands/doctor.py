@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from gpushare.commands import fleet
-from gpushare.commands.arguments import add_findings_output, scheduler_name, seconds
+from gpushare.commands.arguments import add_findings_output, add_ledger_reading
 from gpushare.domain.versions import parse_kube_version
 from gpushare.errors import InputError
 from gpushare.kube.ledger import ASSUME_TIMEOUT
@@ -29,20 +29,7 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         help="how the GPU-sharing scheduler records a bound pod's GPUs: ack: ACK's (its allocation annotation, "
         "else the extender's); upstream: the open-source extender's alone (one index, as Atoi reads it)",
     )
-    p.add_argument(
-        "--scheduler-name",
-        action="append",
-        type=scheduler_name,
-        metavar="NAME",
-        help=f"a spec.schedulerName GPU sharing serves (repeatable; default: {', '.join(doctor.SERVED)})",
-    )
-    p.add_argument(
-        "--assume-timeout",
-        type=seconds("--assume-timeout"),
-        default=ASSUME_TIMEOUT,
-        metavar="SECONDS",
-        help=f"a pod assumed by the extender this long and never allocated is reported (default {ASSUME_TIMEOUT:g})",
-    )
+    add_ledger_reading(p, doctor.SERVED, ASSUME_TIMEOUT)
     add_findings_output(p)
 
 

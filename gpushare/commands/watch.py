@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gpushare.commands import fleet
-from gpushare.commands.arguments import scheduler_name, seconds, whole
+from gpushare.commands.arguments import add_ledger_reading, seconds, whole
 from gpushare.domain.labels import NODE_POOL_LABEL
 from gpushare.errors import InputError
 from gpushare.kube.cluster import Cluster, ClusterError
@@ -39,6 +39,19 @@ def _directory(path: str) -> list[Source]:
         raise InputError("--templates-dir", path, "a directory (it may be empty)")
     files = sorted(str(f) for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
     return read_paths(files, show_progress=False) if files else []
+
+
+#: How often each answer is made again, at most (each in seconds): flag, default, what it bounds.
+_INTERVALS = (
+    ("--debounce", 1.0, "after changes, recompute the metrics at most this often"),
+    (
+        "--heavy-every",
+        10.0,
+        "recompute the templates' headroom and the moves that would fit pending pods at most this often",
+    ),
+    ("--doctor-every", 30.0, "run doctor's rules on the cluster's objects at most this often"),
+    ("--resync", 600.0, "list every kind whole again this often and compare it with the model"),
+)
 
 
 def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
@@ -76,50 +89,11 @@ def add_arguments(p: argparse.ArgumentParser, command: str) -> None:
         metavar="LABEL",
         help=f"the node label whose values make the pools (default {NODE_POOL_LABEL}, ACK's node pool ID)",
     )
-    p.add_argument(
-        "--debounce",
-        type=seconds("--debounce"),
-        default=1.0,
-        metavar="SECONDS",
-        help="after changes, recompute the metrics at most this often (default 1)",
-    )
-    p.add_argument(
-        "--heavy-every",
-        type=seconds("--heavy-every"),
-        default=10.0,
-        metavar="SECONDS",
-        help="recompute the templates' headroom and the moves that would fit pending pods at most this often "
-        "(default 10)",
-    )
-    p.add_argument(
-        "--doctor-every",
-        type=seconds("--doctor-every"),
-        default=30.0,
-        metavar="SECONDS",
-        help="run doctor's rules on the cluster's objects at most this often (default 30)",
-    )
-    p.add_argument(
-        "--resync",
-        type=seconds("--resync"),
-        default=600.0,
-        metavar="SECONDS",
-        help="list every kind whole again this often and compare it with the model (default 600)",
-    )
-    p.add_argument(
-        "--scheduler-name",
-        action="append",
-        type=scheduler_name,
-        metavar="NAME",
-        help="a spec.schedulerName GPU sharing serves, for doctor (repeatable; default: "
-        f"{', '.join(doctoring.SERVED)})",
-    )
-    p.add_argument(
-        "--assume-timeout",
-        type=seconds("--assume-timeout"),
-        default=ASSUME_TIMEOUT,
-        metavar="SECONDS",
-        help=f"doctor: a pod assumed this long and never allocated is reported (default {ASSUME_TIMEOUT:g})",
-    )
+    for flag, default, text in _INTERVALS:
+        p.add_argument(
+            flag, type=seconds(flag), default=default, metavar="SECONDS", help=f"{text} (default {default:g})"
+        )
+    add_ledger_reading(p, doctoring.SERVED, ASSUME_TIMEOUT)
     p.add_argument(
         "--ready-timeout",
         type=whole("--ready-timeout", 1, 86_400),

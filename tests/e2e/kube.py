@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 
@@ -63,3 +64,26 @@ def create_node(core: client.CoreV1Api, node: dict[str, Any], status: dict[str, 
     core.create_node(node)
     core.patch_node_status(name, status)
     core.patch_node(name, {"spec": {"taints": None}})
+
+
+def service_account_kubeconfig(cluster: Any, core: client.CoreV1Api, objects: list[dict[str, Any]], user: str) -> Path:
+    """A rendered ServiceAccount, its ClusterRole and binding created as rendered (other kinds among `objects` are
+    left), and a kubeconfig of this cluster with a token of that ServiceAccount (TokenRequest): the access a chart
+    gives a component, to run it under."""
+    rbac = client.RbacAuthorizationV1Api(core.api_client)
+    account = next(o for o in objects if o["kind"] == "ServiceAccount")
+    namespace, name = account["metadata"]["namespace"], account["metadata"]["name"]
+    for obj in objects:
+        if obj["kind"] == "ServiceAccount":
+            core.create_namespaced_service_account(namespace, obj)
+        elif obj["kind"] == "ClusterRole":
+            rbac.create_cluster_role(obj)
+        elif obj["kind"] == "ClusterRoleBinding":
+            rbac.create_cluster_role_binding(obj)
+    token = core.create_namespaced_service_account_token(name, namespace, {"spec": {"expirationSeconds": 3600}})
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config["users"] = [{"name": user, "user": {"token": token.status.token}}]
+    config["contexts"][0]["context"]["user"] = user
+    path = cluster.workdir / f"{user}.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from cluster import ControlPlane
-from kube import api, create_node, gpu_node
+from kube import api, create_node, gpu_node, service_account_kubeconfig
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -84,28 +84,13 @@ def gpu_pod(core: client.CoreV1Api, name: str, node: str, units: int, idx: str |
 def doctor_access(cluster: ControlPlane, core: client.CoreV1Api) -> Path:
     """The chart's doctor ServiceAccount, ClusterRole and binding created as rendered, and a kubeconfig with a token
     of that ServiceAccount (TokenRequest)."""
-    rbac = client.RbacAuthorizationV1Api(core.api_client)
     objects = [
         o
         for o in render(format="chart", doctor_rbac=True, kube_version=f"1.{cluster.minor}").objects
         if o["metadata"]["name"].endswith("-doctor")
     ]
     assert sorted(o["kind"] for o in objects) == ["ClusterRole", "ClusterRoleBinding", "ServiceAccount"]
-    for obj in objects:
-        if obj["kind"] == "ServiceAccount":
-            core.create_namespaced_service_account(NS, obj)
-        elif obj["kind"] == "ClusterRole":
-            rbac.create_cluster_role(obj)
-        else:
-            rbac.create_cluster_role_binding(obj)
-    name = next(o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount")
-    token = core.create_namespaced_service_account_token(name, NS, {"spec": {"expirationSeconds": 3600}}).status.token
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
-    config["users"] = [{"name": "doctor", "user": {"token": token}}]
-    config["contexts"][0]["context"]["user"] = "doctor"
-    path = cluster.workdir / "doctor.kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return service_account_kubeconfig(cluster, core, objects, "doctor")
 
 
 def findings(kubeconfig: Path, minor: int) -> tuple[int, set[tuple[str, str]]]:

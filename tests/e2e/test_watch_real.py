@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from cluster import ControlPlane, free_port
-from kube import api, create_node, gpu_node
+from kube import api, create_node, gpu_node, service_account_kubeconfig
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
@@ -353,7 +353,6 @@ def watch_access_kubeconfig(cluster: ControlPlane, core: client.CoreV1Api) -> Pa
 
 def watch_access(cluster: ControlPlane, core: client.CoreV1Api) -> Path:
     """The chart's watch ServiceAccount, ClusterRole and binding as rendered, and a kubeconfig with its token."""
-    rbac = client.RbacAuthorizationV1Api(core.api_client)
     rendered = render(
         format="manifests",
         kube_version=f"1.{cluster.minor}",
@@ -363,24 +362,7 @@ def watch_access(cluster: ControlPlane, core: client.CoreV1Api) -> Path:
     objects = [o for o in rendered.objects if o["metadata"]["name"].endswith("-watch")]
     kinds = sorted(o["kind"] for o in objects)
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy", "Service", "ServiceAccount"]
-    namespace = next(o for o in objects if o["kind"] == "ServiceAccount")["metadata"]["namespace"]
-    for obj in objects:
-        if obj["kind"] == "ServiceAccount":
-            core.create_namespaced_service_account(namespace, obj)
-        elif obj["kind"] == "ClusterRole":
-            rbac.create_cluster_role(obj)
-        elif obj["kind"] == "ClusterRoleBinding":
-            rbac.create_cluster_role_binding(obj)
-    name = next(o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount")
-    token = core.create_namespaced_service_account_token(
-        name, namespace, {"spec": {"expirationSeconds": 3600}}
-    ).status.token
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
-    config["users"] = [{"name": "watch", "user": {"token": token}}]
-    config["contexts"][0]["context"]["user"] = "watch"
-    path = cluster.workdir / "watch.kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return service_account_kubeconfig(cluster, core, objects, "watch")
 
 
 def test_under_the_charts_access_it_watches_and_cannot_write(
