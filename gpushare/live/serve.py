@@ -17,7 +17,7 @@ import io
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 from urllib.parse import parse_qs
@@ -500,3 +500,18 @@ def start(
     if httpd is not None:
         threading.Thread(target=httpd.serve_forever, name="http", daemon=True).start()
     return running
+
+
+def watch(
+    kubeconfig: str | None = None,
+    *,
+    context: str | None = None,
+    semantics: Semantics | None = None,
+    templates: Sequence[Source] = (),
+    listen: tuple[str, int] | None = None,
+    options: Options | None = None,
+) -> Running:
+    """`gpushare watch` from Python: the cluster of `kubeconfig` (the default one, or the pod's ServiceAccount)
+    watched, read-only, and its answers kept current (`Running.live.view`: the exposition; `.explain`, `.capacity`),
+    served on `listen` if given. `wait_ready` for the first answers, `stop` to end it."""
+    return start(Cluster(kubeconfig, context), semantics or Semantics(), list(templates), options, listen)

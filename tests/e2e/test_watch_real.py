@@ -450,3 +450,25 @@ def test_in_a_pod_it_reads_with_its_service_account(
     with pytest.raises(ApiException) as refused:
         inside.core.create_namespaced_config_map(NS, {"metadata": {"name": "written-in-a-pod"}})
     assert refused.value.status == 403
+
+
+def test_from_python(cluster: ControlPlane, fleet: tuple[client.CoreV1Api, Path]) -> None:
+    """`gpushare.live.serve.watch`, the library's watch: the same answers as the command's, in the caller's process."""
+    from gpushare.live.metrics import TEXT
+    from gpushare.live.serve import watch
+
+    core, _ = fleet
+    running = watch(str(cluster.kubeconfig))
+    try:
+        assert running.wait_ready(60)
+        view = running.live.view
+        assert view is not None
+        found = parse(view.exposition[TEXT][0].decode())
+        assert found[allocated("w-a", 0)] == sum(
+            int(p.metadata.annotations.get("ALIYUN_COM_GPU_MEM_POD", 0))
+            for p in core.list_namespaced_pod(NS).items
+            if p.spec.node_name == "w-a" and (p.metadata.annotations or {}).get("ALIYUN_COM_GPU_MEM_IDX") == "0"
+        )
+        assert running.live.explain(f"{NS}/wait-1") is not None
+    finally:
+        running.stop()
