@@ -1,8 +1,8 @@
 """A live cluster's objects and their placement model, kept current event by event (`gpushare watch`).
 
 The objects are those a snapshot reads (`gpushare.kube.cluster.WATCHES`), trimmed as a snapshot trims them and
-kept compact (msgspec's JSON of each), so the state can be written out or checked as a snapshot is. The model is a
-placement `Simulation` built from them once, then changed through its API on each event: a pod bound is charged
+kept compact (each one's JSON compressed against its kind's first: `pack`), so doctor and a rebuild read them as a
+snapshot's files. The model is a placement `Simulation` built from them (pods decoded one at a time), then changed through its API on each event: a pod bound is charged
 by its annotations (`bind`), one deleted given back (`unbind`), a pending one queued (`enqueue`/`dequeue`), a Node
 added, changed or deleted (`put_node`, `remove_node`). What the model reads of the other kinds (controllers and
 Services for spreading, Namespaces, quotas, PriorityClasses, budgets, the ConfigMaps marking GPUs unhealthy) is
@@ -135,10 +135,6 @@ class LiveState:
     @property
     def ready(self) -> bool:
         return all(self.listed)
-
-    def sources(self) -> Iterator[Source]:
-        """Every object held, as a snapshot's files would give them (what doctor and a rebuild read)."""
-        return decoded(self.held())
 
     def held(self) -> list[tuple[int, str, bytes]]:
         """Every object held as (listing, key, packed): taken under the lock, cheap; read outside it (`decoded`)."""
