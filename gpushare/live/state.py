@@ -1,13 +1,14 @@
 """A live cluster's objects and their placement model, kept current event by event (`gpushare watch`).
 
-The objects are those a snapshot reads (`gpushare.kube.cluster.WATCHES`), trimmed as a snapshot trims them and
-kept compact (each one's JSON compressed against its kind's first: `pack`), so doctor and a rebuild read them as a
-snapshot's files. The model is a placement `Simulation` built from them (pods decoded one at a time), then changed through its API on each event: a pod bound is charged
-by its annotations (`bind`), one deleted given back (`unbind`), a pending one queued (`enqueue`/`dequeue`), a Node
-added, changed or deleted (`put_node`, `remove_node`). What the model reads of the other kinds (controllers and
-Services for spreading, Namespaces, quotas, PriorityClasses, budgets, the ConfigMaps marking GPUs unhealthy) is
-read again by a rebuild, coalesced with the next refresh: those objects change seldom, and a status-only update
-(a ReplicaSet's replica count) changes nothing gpushare reads of them.
+The objects are those a snapshot reads (`gpushare.kube.cluster.WATCHES`), trimmed as a snapshot trims them and kept
+compact (each one's JSON compressed against its kind's first: `pack`), so doctor and a rebuild read them as a
+snapshot's files. The model is a placement `Simulation` built from them (pods decoded one at a time), then changed
+through its API on each event: a pod bound is charged by its annotations (`bind`), one deleted given back
+(`unbind`), a pending one queued (`enqueue`/`dequeue`), a Node added, changed or deleted (`put_node`,
+`remove_node`). What the model reads of the other kinds (controllers and Services for spreading, Namespaces, quotas,
+PriorityClasses, budgets, the ConfigMaps marking GPUs unhealthy) is read again by a rebuild, coalesced with the next
+refresh: those objects change seldom, and a status-only update (a ReplicaSet's replica count) changes nothing
+gpushare reads of them.
 
 A bad object (a Node whose quantities cannot be read) is left out of the model and kept as a rejection, which the
 metrics and doctor's findings report; it never ends the watch.
