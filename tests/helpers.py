@@ -115,3 +115,21 @@ def assert_no_crash(result: subprocess.CompletedProcess[str]) -> None:
     """A process's answer: no Traceback, an exit code the CLI documents, a refusal as one line."""
     assert "Traceback" not in result.stderr, result.stderr
     assert_answered(result.returncode, result.stdout, result.stderr)
+
+
+def gpu_deployment(name: str, namespace: str, units: int, replicas: int = 1) -> dict[str, Any]:
+    """A Deployment whose pods ask `units` of aliyun.com/gpu-mem: a model server's template."""
+    limits = {"aliyun.com/gpu-mem": str(units)}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]},
+            },
+        },
+    }

@@ -15,7 +15,7 @@ import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
 import yaml
-from helpers import by_key, helm_template
+from helpers import by_key, gpu_deployment, helm_template
 from toolchain import PROMTOOL, need_tool
 
 from gpushare import render
@@ -25,19 +25,7 @@ from gpushare.live.metrics import METRICS
 SCHEMA_MINORS = frozenset(int(v.split(".")[1]) for v in kubernetes_validate.utils.all_versions())
 MONITORING = ("--api-versions", "monitoring.coreos.com/v1/ServiceMonitor")
 RULES = ("--api-versions", "monitoring.coreos.com/v1/PrometheusRule")
-TEMPLATE = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "llm", "namespace": "ml"},
-    "spec": {
-        "replicas": 1,
-        "selector": {"matchLabels": {"app": "llm"}},
-        "template": {
-            "metadata": {"labels": {"app": "llm"}},
-            "spec": {"containers": [{"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": "8"}}}]},
-        },
-    },
-}
+TEMPLATE = gpu_deployment("llm", "ml", 8)
 ENABLED = {
     "watch": {
         "enabled": True,

@@ -39,7 +39,6 @@ from gpushare.planner import MAX_MOVES
 from gpushare.planner.defrag import pending_now
 from gpushare.planner.headroom import headroom_now, probe
 from gpushare.planner.report import write as write_capacity
-from gpushare.policy.validate import Report
 
 #: A request's socket is given this long for each read and write (a slow or idle client is let go).
 REQUEST_TIMEOUT = 10
@@ -85,7 +84,7 @@ class Heavy:
 
 
 class Live:
-    """The state, its watcher and the answers served; `run_refresher` keeps them current until `stop`."""
+    """The state, its watcher and the answers served; `start` keeps them current until `stop`."""
 
     def __init__(self, state: LiveState, watcher: Watcher | None, options: Options | None = None) -> None:
         self.state, self.watcher = state, watcher
@@ -193,22 +192,13 @@ class Live:
         model held (a consistent moment): the copy places thousands of replicas on the other core while this
         process goes on taking the cluster's events. Where no copy can be made, here, with the model held."""
         with self.state.lock:
-            fleet = self.state.fleet
-            if fleet is None or self.state.stale:
+            if self.state.fleet is None or self.state.stale:
                 return
             version = self.state.version
-            child = process.Child.start(self._heavy_answers)
-            if child is None:
-                buffer = io.BytesIO()
-                self._heavy_answers(buffer)
-                self._heavy = _heavy_of(buffer.getvalue(), version)
-                return
-        try:
-            if child.exit_code() == 0:
-                child.output.seek(0)
-                self._heavy = _heavy_of(child.output.read(), version)
-        finally:
-            child.close()
+            answers = _in_a_copy(self._heavy_answers)
+        found = answers()
+        if found is not None:
+            self._heavy = _heavy_of(found, version)
 
     def _heavy_answers(self, out: IO[bytes]) -> int:
         with process.paused():  # the collector would walk the whole model again and again as the replicas are made
@@ -255,38 +245,25 @@ class Live:
     def _doctor(self, held: list[tuple[int, str, bytes]]) -> None:
         """doctor's findings on a copy of the objects, counted by rule: served from the next refresh on. The pass
         runs in a forked copy of this process where one can be made: reading a fleet's pods whole as doctor does
-        costs far more memory than the model (about 1.5 GiB at 150,000 pods, benchmarks/watch.py), which the copy
+        costs far more memory than the model (about 1.2 GiB at 150,000 pods, benchmarks/watch.py), which the copy
         gives back when it exits; the watcher's own memory stays the model's."""
-        child = process.Child.start(lambda out: self._doctor_pass(held, out))
-        if child is None:
-            buffer = io.BytesIO()
-            self._doctor_pass(held, buffer)
-            self._findings = _counts(buffer.getvalue())
-            return
-        try:
-            if child.exit_code() == 0:
-                child.output.seek(0)
-                self._findings = _counts(child.output.read())
-        finally:
-            child.close()
+        found = _in_a_copy(lambda out: self._doctor_pass(held, out))()
+        if found is not None:
+            self._findings = _counts(found)
 
     def _doctor_pass(self, held: list[tuple[int, str, bytes]], out: IO[bytes]) -> int:
-        with process.paused():
-            report = self._doctor_report(held)
-        out.write(
-            json.dumps([[rule, severity, n] for (rule, severity), n in by_rule(report.findings).items()]).encode()
-        )
-        return 0
-
-    def _doctor_report(self, held: list[tuple[int, str, bytes]]) -> Report:
         opts = self.options
-        return doctoring.doctor(
-            list(decoded(held)),
-            kube_version=opts.kube_version,
-            served=opts.served,
-            assume_timeout=opts.assume_timeout,
-            semantics=self.state.semantics.name,
-        )
+        with process.paused():
+            report = doctoring.doctor(
+                list(decoded(held)),
+                kube_version=opts.kube_version,
+                served=opts.served,
+                assume_timeout=opts.assume_timeout,
+                semantics=self.state.semantics.name,
+            )
+        counted = [[rule, severity, n] for (rule, severity), n in by_rule(report.findings).items()]
+        out.write(json.dumps(counted).encode())
+        return 0
 
     def _health(self, started: float) -> Health:
         state, watcher = self.state, self.watcher
@@ -325,9 +302,8 @@ class Live:
             doc = to_dict(fleet.trial(explain=True))
         for section in ("placements", "pending", "preempted", "invalid", "notServed"):
             doc[section] = [e for e in doc.get(section, []) if f"{e.get('namespace')}/{e.get('name')}" == key]
-        for whole in ("summary", "nodes", "warnings"):  # the fleet's, not the pod's
+        for whole in ("summary", "nodes", "warnings", "findings"):  # the fleet's (doctor's are on /metrics)
             doc.pop(whole, None)
-        doc["findings"] = [f for f in doc.get("findings", []) if key in str(f.get("subject", ""))]
         return doc
 
     def capacity(self, name: str) -> dict[str, Any] | None:
@@ -352,6 +328,27 @@ def _devices(node: Any, key: str) -> list[dict[str, int]]:
 def _names(label: str) -> tuple[str, str, str]:
     """What a template may be asked by: Kind/namespace/name, namespace/name, name."""
     return label, label.split("/", 1)[1], label.rsplit("/", 1)[1]
+
+
+def _in_a_copy(work: Callable[[IO[bytes]], int]) -> Callable[[], bytes | None]:
+    """`work` started in a forked copy of the process (it writes its answer to the file it is given), and how to
+    wait for that answer (None: the copy failed). Where no copy can be made, `work` runs here, now."""
+    child = process.Child.start(work)
+    if child is None:
+        buffer = io.BytesIO()
+        work(buffer)
+        return lambda: buffer.getvalue()
+
+    def answer() -> bytes | None:
+        try:
+            if child.exit_code() != 0:
+                return None
+            child.output.seek(0)
+            return child.output.read()
+        finally:
+            child.close()
+
+    return answer
 
 
 def _running(thread: threading.Thread | None) -> bool:

@@ -235,21 +235,12 @@ class LiveState:
     def _node(self, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         fleet = self.fleet
         assert fleet is not None
-        self.rejected.pop(("Node", name), None)
-        if new is None:
-            if fleet.has_node(name):
-                for pod in fleet.remove_node(name):  # still in the API until the garbage collector deletes them
-                    self.orphans.setdefault(name, set()).add(pod.key)
+        if old is not None and new is not None and fleet.has_node(name) and _node_view(old) == _node_view(new):
             return
-        if old is not None and fleet.has_node(name) and _node_view(old) == _node_view(new):
-            return
-        src = Source(new, f"Node/{name}")
-        info = read_node(src)
-        if info is not None and info.problems:
-            self._reject_node(name, info.problems[0].field, info.problems[0].value)
-            if fleet.has_node(name):
-                for pod in fleet.remove_node(name):
-                    self.orphans.setdefault(name, set()).add(pod.key)
+        src = None if new is None else Source(new, f"Node/{name}")
+        if src is None or not self._readable(src):
+            if fleet.has_node(name):  # its pods are still in the API until the garbage collector deletes them
+                self.orphans.setdefault(name, set()).update(pod.key for pod in fleet.remove_node(name))
             return
         try:
             fleet.put_node(src)
@@ -261,8 +252,16 @@ class LiveState:
             if orphan is not None:
                 fleet.bind(orphan, fleet.node(name))
 
-    def _reject_node(self, name: str, where: str, value: Any) -> None:
-        self.rejected[("Node", name)] = Rejected("Node", name, f"{where}: {value!r} cannot be read")
+    def _readable(self, src: Source) -> bool:
+        """Whether the model can take a Node: one whose quantities cannot be read is kept out, a rejection."""
+        info = read_node(src)
+        if info is None or not info.problems:
+            return True
+        problem = info.problems[0]
+        self.rejected[("Node", info.name)] = Rejected(
+            "Node", info.name, f"{problem.field}: {problem.value!r} cannot be read"
+        )
+        return False
 
     # --- the model -----------------------------------------------------------------------------------------------
 
@@ -275,6 +274,7 @@ class LiveState:
             self._rebuild()
 
     def _rebuild(self) -> None:
+        self.rejected = {}  # each object asked again
         nodes: list[Source] = []
         others: list[Source] = []
         for index, (listing, objects) in enumerate(zip(WATCHES, self.objects, strict=True)):
@@ -284,12 +284,7 @@ class LiveState:
                 src = Source(unpack(index, raw), f"{listing.kind}/{key}")
                 if listing.kind != "Node":
                     others.append(src)
-                    continue
-                info = read_node(src)
-                if info is not None and info.problems:
-                    self._reject_node(info.name, info.problems[0].field, info.problems[0].value)
-                else:
-                    self.rejected.pop(("Node", key), None)
+                elif self._readable(src):
                     nodes.append(src)
         try:
             probes = [probe(t) for t in self.templates]
@@ -298,7 +293,6 @@ class LiveState:
             self.rejected[("Model", "")] = Rejected("Model", "", str(exc))
             self.stale = False
             return
-        self.rejected.pop(("Model", ""), None)
         fleet.charge()
         self.fleet, self.pods, self.orphans = fleet, {}, {}
         self.stale = False

@@ -458,6 +458,7 @@ def test_from_python(cluster: ControlPlane, fleet: tuple[client.CoreV1Api, Path]
     from gpushare.live.serve import watch
 
     core, _ = fleet
+    gpu_pod(core, "from-python", "w-a", 3, 0)
     running = watch(str(cluster.kubeconfig))
     try:
         assert running.wait_ready(60)
@@ -469,6 +470,8 @@ def test_from_python(cluster: ControlPlane, fleet: tuple[client.CoreV1Api, Path]
             for p in core.list_namespaced_pod(NS).items
             if p.spec.node_name == "w-a" and (p.metadata.annotations or {}).get("ALIYUN_COM_GPU_MEM_IDX") == "0"
         )
+        assert found[allocated("w-a", 0)] >= 3  # this test's own pod among them
         assert running.live.explain(f"{NS}/wait-1") is not None
     finally:
         running.stop()
+        core.delete_namespaced_pod("from-python", NS, grace_period_seconds=0)
