@@ -339,3 +339,35 @@ def test_the_lines_kept_per_node_are_prometheus_clients_own() -> None:
             kept = lines.kept["b"]
             state.event(POD, "ADDED", pod("r7", 2, "a", 1), 1.0)
     assert lines.kept["b"] is kept  # b did not change: its lines were not made again
+
+
+def test_a_template_that_is_none_is_refused_before_the_cluster_is_asked(tmp_path: Path) -> None:
+    (tmp_path / "node.yaml").write_text(yaml.safe_dump(node("a")))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpushare",
+            "watch",
+            "--kubeconfig",
+            "/nonexistent",
+            "--template",
+            str(tmp_path / "node.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "--template kind: 'Node'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_address_in_use_is_refused_before_anything_starts() -> None:
+    from gpushare.errors import InputError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(InputError, match=r"--listen.*free to listen on"):
+            serve.start(object(), Semantics(), [], listen=("127.0.0.1", port))  # type: ignore[arg-type]  # never asked

@@ -111,6 +111,7 @@ def main(args: argparse.Namespace) -> int:
     if args.template and not templates:
         raise InputError("--template", ", ".join(args.template), "files that hold a pod template (these hold none)")
     templates += _directory(args.templates_dir) if args.templates_dir else []
+    serve.check_templates(templates)  # before the cluster is asked anything
     cluster = Cluster(args.kubeconfig or None, args.context)
     version = str(cluster.call(cluster.version_api.get_code).git_version)  # unreachable or refused: said, exit 2
     scheduler, notes = fleet.scheduler_profile(args.kube_version, None, version)

@@ -27,6 +27,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 
 from gpushare import output, process
 from gpushare.domain.labels import NODE_POOL_LABEL
+from gpushare.errors import InputError
 from gpushare.kube.cluster import Cluster
 from gpushare.kube.documents import Source
 from gpushare.kube.ledger import ASSUME_TIMEOUT
@@ -473,6 +474,12 @@ class Running:
         return self.live.ready
 
 
+def check_templates(templates: Sequence[Source]) -> None:
+    """Refuse, as `capacity --template` does (InputError), a template that is no template or never runs."""
+    for template in templates:
+        probe(template)
+
+
 def start(
     cluster: Cluster,
     semantics: Semantics,
@@ -485,12 +492,18 @@ def start(
 ) -> Running:
     """Watch `cluster` (read-only) into a model under `semantics`, count `templates`' headroom, and serve the answers
     on `listen` (host, port; port 0 picks a free one; None: not served). Returns at once: `wait_ready`, `stop`."""
-    for template in templates:  # a template that is no template: refused before anything starts
-        probe(template)
+    check_templates(templates)
     state = LiveState(semantics, templates)
     watcher = Watcher(cluster, state, resync=resync, on_error=on_error)
     live = Live(state, watcher, options)
-    httpd = server(live, *listen) if listen is not None else None  # a port taken is said before anything starts
+    httpd = None
+    if listen is not None:  # a port taken is said before anything starts
+        try:
+            httpd = server(live, *listen)
+        except OSError as exc:
+            raise InputError(
+                "--listen", f"{listen[0]}:{listen[1]}", f"an address free to listen on ({exc.strerror})"
+            ) from None
     watcher.start()
     live.start()
     running = Running(live, httpd)
