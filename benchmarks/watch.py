@@ -270,7 +270,7 @@ def feed(nodes: int, pods: int, rate: float, seconds: float) -> None:
             watcher.deliver(index, "ADDED" if sent % 2 == 0 else "DELETED", doc)
             sent += 1
         if now >= next_sample and live.view is not None:
-            text = live.view.exposition["text/plain"][0].decode()
+            text = live.view.exposition["text/plain"].body().decode()
             lags += [float(x.split()[-1]) for x in text.splitlines() if x.startswith("gpushare_watch_lag_seconds ")]
             next_sample += 0.5
         time.sleep(0.002)

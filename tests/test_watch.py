@@ -75,7 +75,7 @@ def samples(state: LiveState) -> dict[tuple[str, tuple[tuple[str, str], ...]], f
     """The ledger's series (the watch's own health left out) of a state, with the templates' headroom."""
     view = serve.Live(state, None).refresh(heavy=True)
     found = {}
-    for family in text_string_to_metric_families(view.exposition[TEXT][0].decode()):
+    for family in text_string_to_metric_families(view.exposition[TEXT].body().decode()):
         for s in family.samples:
             if s.name.startswith(LEDGER) and not s.name.endswith("_oldest_seconds"):  # an age: the clock's
                 found[(s.name, tuple(sorted(s.labels.items())))] = s.value
@@ -158,7 +158,7 @@ def test_a_node_that_cannot_be_read_is_a_rejection_not_a_crash() -> None:
     state.event(POD, "ADDED", pod("on-x", 2, "x", 0), 1.0)
     assert ("Node", "x") in state.rejected
     view = serve.Live(state, None).refresh()
-    text = view.exposition[TEXT][0].decode()
+    text = view.exposition[TEXT].body().decode()
     assert 'gpushare_watch_rejected_objects{kind="Node"} 1.0' in text
     assert 'node="x"' not in text
     state.event(NODE, "MODIFIED", node("x"), 2.0)  # mended: taken, with its pod
@@ -178,7 +178,7 @@ def test_the_metrics_library_and_the_served_ones_agree() -> None:
     state = listed(START_NODES, START_PODS, templates=False)
     assert state.fleet is not None
     direct = exposition(families(Moment(state.fleet, state.fleet.trial()))).decode()
-    served = serve.Live(state, None).refresh().exposition[TEXT][0].decode()
+    served = serve.Live(state, None).refresh().exposition[TEXT].body().decode()
     pick = [line for line in direct.splitlines() if line.startswith("gpushare_gpu_memory_allocated_units")]
     assert pick and all(line in served.splitlines() for line in pick)
 
@@ -333,8 +333,8 @@ def test_the_lines_kept_per_node_are_prometheus_clients_own() -> None:
         moment = Moment(state.fleet, state.fleet.trial())
         served = encodings(figures(moment, lines))
         whole = families(moment)
-        assert served[TEXT][0] == exposition(whole)
-        assert served[OPENMETRICS][0] == openmetrics_text(_registry(whole))
+        assert served[TEXT].body() == exposition(whole)
+        assert served[OPENMETRICS].body() == openmetrics_text(_registry(whole))
         if step == 0:
             kept = lines.kept["b"]
             state.event(POD, "ADDED", pod("r7", 2, "a", 1), 1.0)
@@ -371,3 +371,24 @@ def test_an_address_in_use_is_refused_before_anything_starts() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(InputError, match=r"--listen.*free to listen on"):
             serve.start(object(), Semantics(), [], listen=("127.0.0.1", port))  # type: ignore[arg-type]  # never asked
+
+
+def test_doctors_pass_is_the_same_in_a_forked_copy_and_where_none_can_be_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy reads the objects where they are; without one, the list is taken when the pass starts (with the
+    lock held) and read when the answer is asked: an event applied in between is not in it."""
+    from gpushare import process
+
+    garbled = pod("r9", 4, "a", 0)
+    garbled["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_IDX"] = "zero"
+    forked = serve.Live(listed(START_NODES, [*START_PODS, garbled]), None)
+    forked.doctor_now()
+    assert forked._findings  # something for the two to agree on
+    monkeypatch.setattr(process.Child, "start", classmethod(lambda cls, work: None))
+    here = serve.Live(listed(START_NODES, [*START_PODS, garbled]), None)
+    with here.state.lock:
+        answer = here._doctor_started()
+    here.state.event(POD, "DELETED", garbled, 1.0)
+    here._doctor(answer)
+    assert here._findings == forked._findings
+    here.doctor_now()
+    assert here._findings != forked._findings  # the garbled pod deleted: its finding gone

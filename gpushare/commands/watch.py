@@ -150,7 +150,8 @@ def main(args: argparse.Namespace) -> int:
             if not running.wait_ready(args.ready_timeout):
                 raise ClusterError(f"the first lists took more than {args.ready_timeout} s")
             running.live.doctor_now()
-            sys.stdout.buffer.write(running.live.refresh(heavy=True).exposition[TEXT][0])
+            for piece in running.live.refresh(heavy=True).exposition[TEXT].pieces():
+                sys.stdout.buffer.write(piece)
             return 0
         host, port = running.address
         say(f"watching {cluster.api.configuration.host} (Kubernetes {version}), read-only")

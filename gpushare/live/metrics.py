@@ -231,8 +231,8 @@ class Figures:
     oldest: float
     findings: list[tuple[str, str, int]]
     health: Health | None
-    #: The PER_NODE families' sample lines, each family's lines joined (`NodeLines`); empty: made from `gpus`.
-    lines: tuple[bytes, ...] = ()
+    #: The PER_NODE families' sample lines, per family each node's (`NodeLines`); empty: made from `gpus`.
+    lines: tuple[tuple[bytes, ...], ...] = ()
 
 
 #: The families with a series per GPU or per GPU node: most of the exposition, kept per node (`NodeLines`).
@@ -247,7 +247,8 @@ class NodeLines:
     def __init__(self) -> None:
         self.kept: dict[str, tuple[Node, int, tuple[bytes, ...]]] = {}
 
-    def of(self, nodes: Sequence[Node], unit: str) -> tuple[bytes, ...]:
+    def of(self, nodes: Sequence[Node], unit: str) -> tuple[tuple[bytes, ...], ...]:
+        """Per PER_NODE family, each GPU node's lines: the kept ones themselves, never joined into a copy."""
         kept: dict[str, tuple[Node, int, tuple[bytes, ...]]] = {}
         chunks: list[list[bytes]] = [[] for _ in PER_NODE]
         for node in nodes:
@@ -260,7 +261,7 @@ class NodeLines:
             for chunk, lines in zip(chunks, found[2], strict=True):
                 chunk.append(lines)
         self.kept = kept
-        return tuple(b"".join(chunk) for chunk in chunks)
+        return tuple(tuple(chunk) for chunk in chunks)
 
 
 def _node_lines(node: Node, unit: str) -> tuple[bytes, ...]:
@@ -406,22 +407,54 @@ def exposition(found: Iterable[Metric]) -> bytes:
 TEXT, OPENMETRICS = "text/plain", "application/openmetrics-text; version=1.0.0"
 
 
-def encodings(found: Figures) -> dict[str, tuple[bytes, str]]:
-    """A moment's exposition in both formats (TEXT, OPENMETRICS) with their Content-Types: the PER_NODE families
-    from the lines kept per node (their headers by prometheus_client), the others made family by family."""
+@dataclass(frozen=True)
+class Exposition:
+    """One format's exposition as the pieces it is made of, each node's lines those `NodeLines` keeps (shared by
+    both formats and by the refreshes while the node is unchanged): served piece by piece, never joined whole, so a
+    fleet's exposition is held once, not once per format and again joined (tens of MB at 5,000 nodes)."""
+
+    chunks: tuple[bytes, ...]
+    content_type: str
+
+    @property
+    def size(self) -> int:
+        return sum(len(c) for c in self.chunks)
+
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+    def pieces(self, size: int = 1 << 16) -> Iterator[bytes]:
+        """The chunks gathered into writes of about `size` bytes (one per node's lines would be a system call
+        each)."""
+        batch: list[bytes] = []
+        held = 0
+        for chunk in self.chunks:
+            batch.append(chunk)
+            held += len(chunk)
+            if held >= size:
+                yield b"".join(batch)
+                batch, held = [], 0
+        if batch:
+            yield b"".join(batch)
+
+
+def encodings(found: Figures) -> dict[str, Exposition]:
+    """A moment's exposition in both formats (TEXT, OPENMETRICS): the PER_NODE families from the lines kept per
+    node (their headers by prometheus_client), the others made family by family."""
     rest = [d for d in METRICS if d not in PER_NODE] if found.lines else list(METRICS)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Fixed(lambda: iter_families(found, rest)))
     made = {}
     for accept in (TEXT, OPENMETRICS):
         encoder, content_type = choose_encoder(accept)
-        head = b""
+        head: list[bytes] = []
         if found.lines:
             empty = CollectorRegistry(auto_describe=False)
             empty.register(_Fixed([_family(d) for d in PER_NODE]))
             headers = [h for h in generate_latest(empty).split(b"# HELP ") if h]  # each family's two lines
-            head = b"".join(b"# HELP " + h + lines for h, lines in zip(headers, found.lines, strict=True))
-        made[accept] = (head + encoder(registry), content_type)
+            for header, lines in zip(headers, found.lines, strict=True):
+                head += (b"# HELP " + header, *lines)
+        made[accept] = Exposition((*head, encoder(registry)), content_type)
     return made
 
 

@@ -13,6 +13,7 @@ the last refresh's: a scrape never waits on the model.
 from __future__ import annotations
 
 import calendar
+import functools
 import io
 import json
 import threading
@@ -32,7 +33,7 @@ from gpushare.kube.cluster import Cluster
 from gpushare.kube.documents import Source
 from gpushare.kube.ledger import ASSUME_TIMEOUT
 from gpushare.live import doctor as doctoring
-from gpushare.live.metrics import Health, Moment, NodeLines, by_rule, encodings, figures, format_of
+from gpushare.live.metrics import Exposition, Health, Moment, NodeLines, by_rule, encodings, figures, format_of
 from gpushare.live.state import LiveState, decoded
 from gpushare.live.watcher import Watcher
 from gpushare.placement import Semantics, to_dict
@@ -63,8 +64,8 @@ class Options:
 class View:
     """What one refresh found: served until the next one."""
 
-    #: The exposition in each format served (`gpushare.live.metrics.TEXT`, `OPENMETRICS`) and its Content-Type.
-    exposition: dict[str, tuple[bytes, str]] = field(default_factory=dict)
+    #: The exposition in each format served (`gpushare.live.metrics.TEXT`, `OPENMETRICS`).
+    exposition: dict[str, Exposition] = field(default_factory=dict)
     unit: str = ""
     findings: dict[tuple[str, str], int] = field(default_factory=dict)
     heavy: Heavy = field(default_factory=lambda: Heavy())
@@ -174,13 +175,13 @@ class Live:
             self._served_version = version
             self._findings_served, self._heavy_served = findings, found
             doctor_due, heavy_due = self._passes_due(version, started)
-            held = state.held() if doctor_due else None
+            doctor = self._doctor_started() if doctor_due else None
         self._duration = time.monotonic() - started
         view = View(encodings(numbers), fleet.semantics.gpu_memory_unit, findings, found, time.time())
         self.view = view
-        if held is not None:
+        if doctor is not None:
             self._doctor_at, self._doctor_version = started, version
-            self._doctor_thread = threading.Thread(target=self._doctor, args=(held,), daemon=True)
+            self._doctor_thread = threading.Thread(target=self._doctor, args=(doctor,), daemon=True)
             self._doctor_thread.start()
         if heavy_due:
             self._heavy_at = started
@@ -227,8 +228,8 @@ class Live:
     def doctor_now(self) -> None:
         """doctor's findings on the objects as they are, in this thread (served from the next refresh on)."""
         with self.state.lock:
-            held = self.state.held()
-        self._doctor(held)
+            doctor = self._doctor_started()
+        self._doctor(doctor)
 
     def summary(self) -> str:
         """What the model holds, in words."""
@@ -243,12 +244,21 @@ class Live:
         said = f"{len(fleet.nodes)} nodes ({gpus} GPUs), {running} running pods, {pending} pending"
         return f"{said}; {skipped}" if skipped else said
 
-    def _doctor(self, held: list[tuple[int, str, bytes]]) -> None:
-        """doctor's findings on a copy of the objects, counted by rule: served from the next refresh on. The pass
-        runs in a forked copy of this process where one can be made: reading a fleet's pods whole as doctor does
-        costs far more memory than the model (about 1.2 GiB at 150,000 pods, benchmarks/watch.py), which the copy
-        gives back when it exits; the watcher's own memory stays the model's."""
-        found = _in_a_copy(lambda out: self._doctor_pass(held, out))()
+    def _doctor_started(self) -> Callable[[], bytes | None]:
+        """doctor's pass started on the objects as they are (with the lock held), in a forked copy of this process
+        where one can be made: reading a fleet's pods whole as doctor does costs far more memory than the model
+        (about 1.2 GiB at 150,000 pods, benchmarks/watch.py), which the copy gives back when it exits, and the copy
+        reads the objects where they are (a list of 150,000 of them made here was 11 MB more at the watch's peak).
+        Where no copy can be made, on a list of them taken now, run when the answer is asked (outside the lock)."""
+        state = self.state
+        return _in_a_copy(
+            lambda out: self._doctor_pass(state.held(), out),
+            later=lambda: functools.partial(self._doctor_pass, state.held()),
+        )
+
+    def _doctor(self, answer: Callable[[], bytes | None]) -> None:
+        """doctor's findings counted by rule, once its pass answers: served from the next refresh on."""
+        found = answer()
         if found is not None:
             self._findings = _counts(found)
 
@@ -331,14 +341,25 @@ def _names(label: str) -> tuple[str, str, str]:
     return label, label.split("/", 1)[1], label.rsplit("/", 1)[1]
 
 
-def _in_a_copy(work: Callable[[IO[bytes]], int]) -> Callable[[], bytes | None]:
+def _in_a_copy(
+    work: Callable[[IO[bytes]], int], later: Callable[[], Callable[[IO[bytes]], int]] | None = None
+) -> Callable[[], bytes | None]:
     """`work` started in a forked copy of the process (it writes its answer to the file it is given), and how to
-    wait for that answer (None: the copy failed). Where no copy can be made, `work` runs here, now."""
+    wait for that answer (None: the copy failed). Where no copy can be made, `work` runs here, now; or, given
+    `later`, what it makes now runs when the answer is asked."""
     child = process.Child.start(work)
     if child is None:
         buffer = io.BytesIO()
-        work(buffer)
-        return lambda: buffer.getvalue()
+        deferred = later() if later is not None else None
+        if deferred is None:
+            work(buffer)
+            return lambda: buffer.getvalue()
+
+        def run() -> bytes:
+            deferred(buffer)
+            return buffer.getvalue()
+
+        return run
 
     def answer() -> bytes | None:
         try:
@@ -408,8 +429,9 @@ def app(live: Live) -> Callable[[dict[str, Any], Start], Iterator[bytes]]:
         if view is None:
             return _reply(start, "503 Service Unavailable", b"not ready: the first list is not done\n")
         if path == "/metrics":
-            body, content_type = view.exposition[format_of(environ.get("HTTP_ACCEPT", ""))]
-            return _reply(start, "200 OK", body, [("Content-Type", content_type)])
+            served = view.exposition[format_of(environ.get("HTTP_ACCEPT", ""))]
+            start("200 OK", [("Content-Type", served.content_type), ("Content-Length", str(served.size))])
+            return served.pieces()
         if path == "/explain":
             key = (query.get("pod") or [""])[0]
             if "/" not in key:

@@ -357,7 +357,11 @@ class Reading:
         if self.alike is None:
             self.alike = _Alike(self.plugins, self.ratio)
         copied = self.alike.copy(src) if src.kind == "Pod" else None
-        if copied is not None:
+        if copied is not None:  # its template's values are shared already; what the copy has of its own, here
+            table = self.shared
+            if len(table) < _SHARED_MOST:
+                copied.node = table.setdefault(copied.node, copied.node)
+                copied.gpu_held = table.setdefault(copied.gpu_held, copied.gpu_held)
             return copied
         view = read_workload(src)
         if view is None or view.kind != "Pod":

@@ -8,6 +8,7 @@ types (tolerations, requirements, spread constraints, pod affinity) are the read
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -111,7 +112,9 @@ class Node:
     #: the most free on a healthy device, at most what the node has left at node level; kept by `add_pod`.
     room: int = 0
     #: The devices each bound pod holds (by id of the pod), so preemption can give them back (`remove_pod`).
-    devices: dict[int, list[Gpu]] = field(default_factory=dict)
+    devices: dict[int, tuple[Gpu, ...]] = field(default_factory=dict)
+    #: Each GPU alone, the devices a one-GPU pod holds: shared by the node's pods (`held`).
+    alone: tuple[tuple[Gpu], ...] = field(default=(), repr=False, compare=False)
     #: Pending pods preemption nominated to this node (status.nominatedNodeName): the filters count those of at
     #: least a pod's priority as if they ran here (RunFilterPluginsWithNominatedPods).
     nominated: list[Pod] = field(default_factory=list)
@@ -137,7 +140,7 @@ class Node:
         total = self.gpu_total
         return self.gpu_used / total if total else 0.0
 
-    def add_pod(self, pod: Pod, gpus: list[Gpu]) -> None:
+    def add_pod(self, pod: Pod, gpus: Sequence[Gpu]) -> None:
         """Bind: record a bound pod's usage on the node and the GPUs it got (NodeInfo.AddPod)."""
         self.cpu_used += pod.cpu
         self.memory_used += pod.memory
@@ -162,7 +165,7 @@ class Node:
             gpu.core_used += pod.core
             gpu.pods += 1
         if gpus:
-            self.devices[id(pod)] = gpus
+            self.devices[id(pod)] = self.held(gpus)
         self.refresh_room()
         if self.journal is not None:
             self.journal.append((self, pod, gpus, True))
@@ -186,7 +189,7 @@ class Node:
                 self.compute_pods -= 1
             else:
                 self.mem_only_pods -= 1
-        gpus = self.devices.pop(id(pod), [])
+        gpus = self.devices.pop(id(pod), ())
         shares = pod.per_device
         for i, gpu in enumerate(gpus):
             gpu.used -= pod.per_gpu if shares is None else shares[i]
@@ -195,6 +198,17 @@ class Node:
         self.refresh_room()
         if self.journal is not None:
             self.journal.append((self, pod, gpus, False))
+
+    def held(self, gpus: Sequence[Gpu]) -> tuple[Gpu, ...]:
+        """The devices a pod holds as the node keeps them: one GPU's the node's own tuple of it, shared by the pods
+        on that GPU (a live fleet's model binds hundreds of thousands of pods: a list each was 88 bytes)."""
+        if len(gpus) != 1:
+            return tuple(gpus)
+        gpu = gpus[0]
+        if len(self.alone) != len(self.gpus):
+            self.alone = tuple((g,) for g in self.gpus)
+        found = self.alone[gpu.index] if 0 <= gpu.index < len(self.alone) else None
+        return found if found is not None and found[0] is gpu else (gpu,)
 
     def refresh_room(self) -> None:
         most = 0
@@ -269,8 +283,9 @@ class Pod:
     #: for a pod whose gpu-mem is 0 over its containers, as when only an init container asks it); "" where none.
     bind_error: str
 
-    #: label_map and ns_label_map, made on first use
-    _maps: dict[str, dict[str, str]] = field(init=False, repr=False, compare=False)
+    #: label_map and ns_label_map, made on first use (None until then: most running pods are never asked, and an
+    #: empty dict each is 64 bytes a pod of a live fleet's model)
+    _maps: dict[str, dict[str, str]] | None = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -349,20 +364,23 @@ class Pod:
         self.started = started
         self.created = created
         self.bind_error = bind_error
-        self._maps = {}
+        self._maps = None
 
     @property
     def label_map(self) -> dict[str, str]:
-        found = self._maps.get("labels")
-        if found is None:
-            found = self._maps["labels"] = dict(self.labels)
-        return found
+        return self._map("labels", self.labels)
 
     @property
     def ns_label_map(self) -> dict[str, str]:
-        found = self._maps.get("namespace")
+        return self._map("namespace", self.ns_labels)
+
+    def _map(self, name: str, pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
+        maps = self._maps
+        if maps is None:
+            maps = self._maps = {}
+        found = maps.get(name)
         if found is None:
-            found = self._maps["namespace"] = dict(self.ns_labels)
+            found = maps[name] = dict(pairs)
         return found
 
     @property
@@ -411,7 +429,7 @@ class Pod:
 
 #: A journal's entry: a pod added to (True) or removed from (False) a node, with the GPUs it held there; a node
 #: added to a simulation is (node, None, [], True).
-Entry = tuple[Node, Pod | None, list[Gpu], bool]
+Entry = tuple[Node, Pod | None, Sequence[Gpu], bool]
 
 
 def with_changes(pod: Pod, **changes: Any) -> Pod:

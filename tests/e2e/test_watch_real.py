@@ -464,7 +464,7 @@ def test_from_python(cluster: ControlPlane, fleet: tuple[client.CoreV1Api, Path]
         assert running.wait_ready(60)
         view = running.live.view
         assert view is not None
-        found = parse(view.exposition[TEXT][0].decode())
+        found = parse(view.exposition[TEXT].body().decode())
         assert found[allocated("w-a", 0)] == sum(
             int(p.metadata.annotations.get("ALIYUN_COM_GPU_MEM_POD", 0))
             for p in core.list_namespaced_pod(NS).items
