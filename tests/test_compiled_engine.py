@@ -115,15 +115,19 @@ def test_the_installed_engine_answers_as_the_source_does(tmp_path: Path, seed: i
 
 
 def test_a_pod_copied_with_changes_keeps_every_other_field() -> None:
-    """`with_changes` passes the fields by position to Pod's written-out constructor: were the fields and its
-    parameters ever listed in different orders, values would land in the wrong fields. Every field here holds a
+    """`with_changes` passes the fields by position to Pod's written-out constructor (`POD_FIELDS`, its order):
+    were they ever listed in different orders, values would land in the wrong fields. Every field here holds a
     value no other does (but pod_affinity, left None), so any mismatch shows; compiled, a value of the wrong type
-    is refused outright."""
-    from dataclasses import fields
+    is refused outright. A change to what the pod's `Ask` holds makes an Ask of its own; others share it, and
+    `dataclasses.replace` of what an Ask holds is refused (it would keep the old one)."""
+    import dataclasses
+    import inspect
 
     from gpushare.kube.podspec import HostPort, Requirement, SpreadConstraint, Toleration, from_set
-    from gpushare.placement.model import Pod, with_changes
+    from gpushare.placement.model import POD_FIELDS, Pod, with_changes
 
+    if not compiled():  # the constructor's own parameters, in order (a compiled one may not say them)
+        assert tuple(inspect.signature(Pod.__init__).parameters)[1:] == (*POD_FIELDS, "ask")
     spread = (SpreadConstraint("zone", 1, from_set({"app": "a"})),)
     pod = Pod(
         namespace="ns", name="p", gpu_mem=1, gpu_count=2, core=3, cpu=4, memory=5, node_gpu_mem=6, node_core=7,
@@ -137,15 +141,21 @@ def test_a_pod_copied_with_changes_keeps_every_other_field() -> None:
         started="2026-01-01T00:00:17Z", created="2026-01-01T00:00:18Z",
         bind_error="failed bind",
     )  # fmt: skip
-    assert {f.name for f in fields(Pod) if f.init} - {"pod_affinity"} == {
-        f.name for f in fields(Pod) if f.init and getattr(pod, f.name) != getattr(Pod("", ""), f.name)
+    default = Pod("", "")
+    assert set(POD_FIELDS) - {"pod_affinity"} == {
+        name for name in POD_FIELDS if getattr(pod, name) != getattr(default, name)
     }, "a field left at its default here would not show a mismatch"
-    assert with_changes(pod) == pod
+    assert with_changes(pod) == pod and with_changes(pod).ask is pod.ask
     renamed = with_changes(pod, name="q", labels=(("app", "b"),))
-    assert (renamed.name, renamed.labels) == ("q", (("app", "b"),))
-    assert [getattr(renamed, f.name) for f in fields(Pod) if f.name not in ("name", "labels")] == [
-        getattr(pod, f.name) for f in fields(Pod) if f.name not in ("name", "labels")
-    ]
+    assert (renamed.name, renamed.labels) == ("q", (("app", "b"),)) and renamed.ask is pod.ask
+    others = [name for name in POD_FIELDS if name not in ("name", "labels")]
+    assert [getattr(renamed, name) for name in others] == [getattr(pod, name) for name in others]
+    moved = with_changes(pod, cpu=40, name="r")
+    assert (moved.cpu, moved.name, pod.cpu) == (40, "r", 4) and moved.ask != pod.ask
+    assert [getattr(moved, n) for n in others if n != "cpu"] == [getattr(pod, n) for n in others if n != "cpu"]
+    assert dataclasses.replace(pod, name="s").cpu == 4
+    with pytest.raises(TypeError):
+        dataclasses.replace(pod, cpu=40)
 
 
 #: Every rule's case from test_rules run through `validate`, printed with where the rules ran (compiled or source).

@@ -13,7 +13,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare import process
@@ -326,10 +326,7 @@ class Inventory:
 
 
 #: Pod fields with few values across a fleet (`Reading._shared`), and how many values are kept at most.
-_SHARED_FIELDS = (
-    "namespace", "labels", "ns_labels", "images", "other", "scheduler_name", "gpu_held", "node", "cpu", "memory",
-    "nz_cpu", "nz_memory", "node_gpu_mem", "gpu_mem", "created",
-)  # fmt: skip
+_SHARED_FIELDS = ("namespace", "labels", "gpu_held", "node", "gpu_mem", "created", "ask")
 _SHARED_MOST = 200_000
 
 
@@ -376,7 +373,7 @@ class Reading:
 
     def _shared(self, pod: Pod) -> Pod:
         """The pod holding the objects other pods hold for equal values: a fleet read pod by pod (a live cluster's)
-        holds each namespace, label set, image list and request once, as `build`'s copies do."""
+        holds each namespace, label set and `Ask` (requests, images, constraints) once, as `build`'s copies do."""
         table = self.shared
         if len(table) < _SHARED_MOST:
             for name in _SHARED_FIELDS:
@@ -606,9 +603,9 @@ _DAEMON_TOLERATIONS = (Toleration(nodeunschedulable.TAINT.key, "Exists", None, "
 
 def _daemon_pods(template: Pod, nodes: list[Node], plugins: Profile) -> Iterator[Pod]:
     """A DaemonSet's pods: one per node its selector, affinity and tolerations admit, pinned there."""
-    probe = replace(template, tolerations=template.tolerations + _DAEMON_TOLERATIONS)
+    probe = with_changes(template, tolerations=template.tolerations + _DAEMON_TOLERATIONS)
     for node in nodes:
         if plugins.static_rejection(node, probe) is None:
             pin = (Requirement("metadata.name", "In", (node.name,), field=True),)
             terms = tuple(term + pin for term in template.affinity) or (pin,)
-            yield replace(probe, name=f"{template.name}-{node.name}", affinity=terms, template=0)
+            yield with_changes(probe, name=f"{template.name}-{node.name}", affinity=terms, template=0)

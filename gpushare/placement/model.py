@@ -218,19 +218,13 @@ class Node:
         self.room = max(0, min(most, self.gpu_mem - self.gpu_mem_used))
 
 
-@dataclass(slots=True, init=False)
-class Pod:
-    """A pod to place, or one already bound (`node` set). Slotted: a fleet holds hundreds of thousands, and a dict
-    of thirty fields each cost 1.5 KB more than the slots.
+@dataclass(slots=True, init=False, unsafe_hash=True)
+class Ask:
+    """What a pod asks of a node and of the scheduler beyond its GPU memory: equal for a workload's replicas, so
+    they hold one (`Pod.ask`, shared by `with_changes` and by a fleet's reading). A live model of 150,000 pods held
+    these 24 fields in every pod: 190 bytes a pod more than the one reference. Hashable, for that sharing; never
+    changed once made."""
 
-    Its `__init__` is written out rather than made by dataclasses (which still give it equality, repr, `fields`
-    and `replace`), and it is not frozen: compiled by mypyc, the written one fills the slots in 0.06 us where the
-    frozen dataclass's took 3 us, and every pod read is made once or twice. Nothing changes a Pod once made."""
-
-    namespace: str
-    name: str
-    gpu_mem: int  # total units over its containers: what the extender places on GPUs
-    gpu_count: int  # GPUs it spans (ack multi-GPU label)
     core: int  # percent of one GPU
     cpu: int  # node-level requests, as kube-scheduler counts them: containers summed, the largest init
     memory: int  # container if larger, overhead added
@@ -241,13 +235,6 @@ class Pod:
     node_selector: tuple[tuple[str, str], ...]
     affinity: tuple[tuple[Requirement, ...], ...]  # OR of ANDs; empty = no constraint
     tolerations: tuple[Toleration, ...]
-    node: str | None
-    #: A bound pod's GPUs and the units it holds on each, as the scheduler's annotations say (`kube.ledger.held`,
-    #: in the model's unit); None: they name no GPU.
-    gpu_held: tuple[tuple[int, int], ...] | None
-    invalid: str | None
-    source: str
-    labels: tuple[tuple[str, str], ...]
     #: cpu and memory as kube-scheduler scores them (a container without a request counts 100m / 200 MiB).
     nz_cpu: int
     nz_memory: int
@@ -263,26 +250,103 @@ class Pod:
     owner: tuple[str, str] | None  # controller (kind, uid), for NodePreferAvoidPods
     pod_affinity: PodAffinity | None  # podAffinity and podAntiAffinity
     ns_labels: tuple[tuple[str, str], ...]  # its namespace's labels (namespaceSelector of affinity terms)
-    #: The workload the pod came from (1, 2... in input order; 0: none to share): pods of one template are alike
-    #: but for their names and the labels a StatefulSet gives each, so the fast engine looks their kind up once.
-    template: int
     scheduler_name: str
     host_ports: tuple[HostPort, ...]  # NodePorts: the ports its containers bind on the node
     priority: int  # spec.priority (0 when unset), for the scheduling queue and preemption
-    #: A charged running pod holding unequal units on its GPUs (in `add_pod`'s order): those, not `per_gpu` each.
-    per_device: tuple[int, ...] | None
     #: spec.preemptionPolicy is not Never: the pod may preempt lower-priority pods (DefaultPreemption).
     preempts: bool
+    #: kube-scheduler's condition for the pod where its bind fails whatever the node (the extender finds no device
+    #: for a pod whose gpu-mem is 0 over its containers, as when only an init container asks it); "" where none.
+    bind_error: str
+
+    def __init__(
+        self,
+        core: int,
+        cpu: int,
+        memory: int,
+        node_gpu_mem: int,
+        node_core: int,
+        other: tuple[tuple[str, int], ...],
+        node_selector: tuple[tuple[str, str], ...],
+        affinity: tuple[tuple[Requirement, ...], ...],
+        tolerations: tuple[Toleration, ...],
+        nz_cpu: int,
+        nz_memory: int,
+        images: tuple[str, ...],
+        preferred: tuple[tuple[int, tuple[Requirement, ...]], ...],
+        spread: tuple[SpreadConstraint, ...],
+        spread_own: bool,
+        hard_spread: tuple[SpreadConstraint, ...],
+        owner: tuple[str, str] | None,
+        pod_affinity: PodAffinity | None,
+        ns_labels: tuple[tuple[str, str], ...],
+        scheduler_name: str,
+        host_ports: tuple[HostPort, ...],
+        priority: int,
+        preempts: bool,
+        bind_error: str,
+    ) -> None:
+        self.core = core
+        self.cpu = cpu
+        self.memory = memory
+        self.node_gpu_mem = node_gpu_mem
+        self.node_core = node_core
+        self.other = other
+        self.node_selector = node_selector
+        self.affinity = affinity
+        self.tolerations = tolerations
+        self.nz_cpu = nz_cpu
+        self.nz_memory = nz_memory
+        self.images = images
+        self.preferred = preferred
+        self.spread = spread
+        self.spread_own = spread_own
+        self.hard_spread = hard_spread
+        self.owner = owner
+        self.pod_affinity = pod_affinity
+        self.ns_labels = ns_labels
+        self.scheduler_name = scheduler_name
+        self.host_ports = host_ports
+        self.priority = priority
+        self.preempts = preempts
+        self.bind_error = bind_error
+
+
+@dataclass(slots=True, init=False)
+class Pod:
+    """A pod to place, or one already bound (`node` set). Slotted: a fleet holds hundreds of thousands, and a dict
+    of thirty fields each cost 1.5 KB more than the slots; what it asks beyond its GPU memory is one `Ask`, which
+    the pods of a workload share (read as properties of the pod).
+
+    Its `__init__` is written out rather than made by dataclasses (which still give it equality and repr), and it
+    is not frozen: compiled by mypyc, the written one fills the slots in 0.06 us where the frozen dataclass's took
+    3 us, and every pod read is made once or twice. It takes what the `Ask` holds, or an `Ask` (and then none of
+    that: `dataclasses.replace` can change only the pod's own fields, `with_changes` any). Nothing changes a Pod
+    once made."""
+
+    namespace: str
+    name: str
+    gpu_mem: int  # total units over its containers: what the extender places on GPUs
+    gpu_count: int  # GPUs it spans (ack multi-GPU label)
+    node: str | None
+    #: A bound pod's GPUs and the units it holds on each, as the scheduler's annotations say (`kube.ledger.held`,
+    #: in the model's unit); None: they name no GPU.
+    gpu_held: tuple[tuple[int, int], ...] | None
+    invalid: str | None
+    source: str
+    labels: tuple[tuple[str, str], ...]
+    #: The workload the pod came from (1, 2... in input order; 0: none to share): pods of one template are alike
+    #: but for their names and the labels a StatefulSet gives each, so the fast engine looks their kind up once.
+    template: int
+    #: A charged running pod holding unequal units on its GPUs (in `add_pod`'s order): those, not `per_gpu` each.
+    per_device: tuple[int, ...] | None
     #: status.startTime of a running pod, RFC 3339 ("" when unknown: kube-scheduler then takes the time of asking,
     #: later than any known start); among victims of one priority the earliest started is the most important.
     started: str
     #: metadata.creationTimestamp of a pod to place, RFC 3339 ("" when the input gives none: a pod still to be
     #: created). Pods that already exist wait in the scheduling queue together (`gpushare.placement.queue`).
     created: str
-    #: kube-scheduler's condition for the pod where its bind fails whatever the node (the extender finds no device
-    #: for a pod whose gpu-mem is 0 over its containers, as when only an init container asks it); "" where none.
-    bind_error: str
-
+    ask: Ask
     #: label_map and ns_label_map, made on first use (None until then: most running pods are never asked, and an
     #: empty dict each is 64 bytes a pod of a live fleet's model)
     _maps: dict[str, dict[str, str]] | None = field(init=False, repr=False, compare=False)
@@ -326,45 +390,175 @@ class Pod:
         started: str = "",
         created: str = "",
         bind_error: str = "",
+        ask: Ask | None = None,
     ) -> None:
         self.namespace = namespace
         self.name = name
         self.gpu_mem = gpu_mem
         self.gpu_count = gpu_count
-        self.core = core
-        self.cpu = cpu
-        self.memory = memory
-        self.node_gpu_mem = node_gpu_mem
-        self.node_core = node_core
-        self.other = other
-        self.node_selector = node_selector
-        self.affinity = affinity
-        self.tolerations = tolerations
         self.node = node
         self.gpu_held = gpu_held
         self.invalid = invalid
         self.source = source
         self.labels = labels
-        self.nz_cpu = nz_cpu
-        self.nz_memory = nz_memory
-        self.images = images
-        self.preferred = preferred
-        self.spread = spread
-        self.spread_own = spread_own
-        self.hard_spread = hard_spread
-        self.owner = owner
-        self.pod_affinity = pod_affinity
-        self.ns_labels = ns_labels
         self.template = template
-        self.scheduler_name = scheduler_name
-        self.host_ports = host_ports
-        self.priority = priority
         self.per_device = per_device
-        self.preempts = preempts
         self.started = started
         self.created = created
-        self.bind_error = bind_error
+        if ask is None:
+            ask = Ask(
+                core,
+                cpu,
+                memory,
+                node_gpu_mem,
+                node_core,
+                other,
+                node_selector,
+                affinity,
+                tolerations,
+                nz_cpu,
+                nz_memory,
+                images,
+                preferred,
+                spread,
+                spread_own,
+                hard_spread,
+                owner,
+                pod_affinity,
+                ns_labels,
+                scheduler_name,
+                host_ports,
+                priority,
+                preempts,
+                bind_error,
+            )
+        elif (
+            core,
+            cpu,
+            memory,
+            node_gpu_mem,
+            node_core,
+            other,
+            node_selector,
+            affinity,
+            tolerations,
+            nz_cpu,
+            nz_memory,
+            images,
+            preferred,
+            spread,
+            spread_own,
+            hard_spread,
+            owner,
+            pod_affinity,
+            ns_labels,
+            scheduler_name,
+            host_ports,
+            priority,
+            preempts,
+            bind_error,
+        ) != _ASK_DEFAULTS:
+            raise TypeError(
+                "Pod: give either `ask` or what it holds (dataclasses.replace cannot change it: with_changes)"
+            )
+        self.ask = ask
         self._maps = None
+
+    @property
+    def core(self) -> int:
+        return self.ask.core
+
+    @property
+    def cpu(self) -> int:
+        return self.ask.cpu
+
+    @property
+    def memory(self) -> int:
+        return self.ask.memory
+
+    @property
+    def node_gpu_mem(self) -> int:
+        return self.ask.node_gpu_mem
+
+    @property
+    def node_core(self) -> int:
+        return self.ask.node_core
+
+    @property
+    def other(self) -> tuple[tuple[str, int], ...]:
+        return self.ask.other
+
+    @property
+    def node_selector(self) -> tuple[tuple[str, str], ...]:
+        return self.ask.node_selector
+
+    @property
+    def affinity(self) -> tuple[tuple[Requirement, ...], ...]:
+        return self.ask.affinity
+
+    @property
+    def tolerations(self) -> tuple[Toleration, ...]:
+        return self.ask.tolerations
+
+    @property
+    def nz_cpu(self) -> int:
+        return self.ask.nz_cpu
+
+    @property
+    def nz_memory(self) -> int:
+        return self.ask.nz_memory
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        return self.ask.images
+
+    @property
+    def preferred(self) -> tuple[tuple[int, tuple[Requirement, ...]], ...]:
+        return self.ask.preferred
+
+    @property
+    def spread(self) -> tuple[SpreadConstraint, ...]:
+        return self.ask.spread
+
+    @property
+    def spread_own(self) -> bool:
+        return self.ask.spread_own
+
+    @property
+    def hard_spread(self) -> tuple[SpreadConstraint, ...]:
+        return self.ask.hard_spread
+
+    @property
+    def owner(self) -> tuple[str, str] | None:
+        return self.ask.owner
+
+    @property
+    def pod_affinity(self) -> PodAffinity | None:
+        return self.ask.pod_affinity
+
+    @property
+    def ns_labels(self) -> tuple[tuple[str, str], ...]:
+        return self.ask.ns_labels
+
+    @property
+    def scheduler_name(self) -> str:
+        return self.ask.scheduler_name
+
+    @property
+    def host_ports(self) -> tuple[HostPort, ...]:
+        return self.ask.host_ports
+
+    @property
+    def priority(self) -> int:
+        return self.ask.priority
+
+    @property
+    def preempts(self) -> bool:
+        return self.ask.preempts
+
+    @property
+    def bind_error(self) -> str:
+        return self.ask.bind_error
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -434,8 +628,32 @@ Entry = tuple[Node, Pod | None, Sequence[Gpu], bool]
 
 def with_changes(pod: Pod, **changes: Any) -> Pod:
     """`dataclasses.replace` for the hot paths (each replica of a controller): the fields passed positionally (0.9 us,
-    where replace's keywords take 4.2 us compiled); its label maps are made again."""
-    return Pod(*[changes[name] if name in changes else getattr(pod, name) for name in _FIELDS])
+    where replace's keywords take 4.2 us compiled), the pod's `Ask` shared unless a change is to what it holds; its
+    label maps are made again."""
+    ask = pod.ask
+    if not ASKED.isdisjoint(changes):
+        ask = Ask(*[changes[name] if name in changes else getattr(ask, name) for name in _ASK_FIELDS])
+    own = [
+        default if asked else changes[name] if name in changes else getattr(pod, name)
+        for name, asked, default in _SLOTS
+    ]
+    own.append(ask)
+    return Pod(*own)
 
 
-_FIELDS = tuple(f.name for f in fields(Pod) if f.init)
+#: The constructor's parameters, in its order (`ask` last): what a pod is made of.
+POD_FIELDS = (
+    "namespace", "name", "gpu_mem", "gpu_count", "core", "cpu", "memory", "node_gpu_mem", "node_core", "other",
+    "node_selector", "affinity", "tolerations", "node", "gpu_held", "invalid", "source", "labels", "nz_cpu",
+    "nz_memory", "images", "preferred", "spread", "spread_own", "hard_spread", "owner", "pod_affinity", "ns_labels",
+    "template", "scheduler_name", "host_ports", "priority", "per_device", "preempts", "started", "created",
+    "bind_error",
+)  # fmt: skip
+_ASK_FIELDS = tuple(f.name for f in fields(Ask))
+#: What a pod's `Ask` holds (read through the pod's properties of the same names).
+ASKED = frozenset(_ASK_FIELDS)
+#: What an `Ask` made of the constructor's defaults holds, in `_ASK_FIELDS`' order.
+_DEFAULT = Pod("", "").ask
+_ASK_DEFAULTS = tuple(getattr(_DEFAULT, name) for name in _ASK_FIELDS)
+#: Each constructor parameter, whether the `Ask` holds it, and its default (what `with_changes` passes for it).
+_SLOTS: tuple[tuple[str, bool, Any], ...] = tuple((n, n in ASKED, getattr(_DEFAULT, n, None)) for n in POD_FIELDS)
