@@ -392,3 +392,23 @@ def test_doctors_pass_is_the_same_in_a_forked_copy_and_where_none_can_be_made(mo
     assert here._findings == forked._findings
     here.doctor_now()
     assert here._findings != forked._findings  # the garbled pod deleted: its finding gone
+
+
+def test_pods_read_one_by_one_share_what_they_ask_for_as_long_as_the_watch_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pods alike share one Ask (and labels, node names); when the table of shared values is full it starts
+    afresh, so pods read after it still share (they did not: sharing stopped, and a long watch's new pods each
+    held their own)."""
+    from gpushare.placement import inputs
+
+    monkeypatch.setattr(inputs, "_SHARED_MOST", 30)
+    state = listed(START_NODES, [])
+    assert state.fleet is not None
+    docs = [pod(f"n{i}", 2 + i % 2, "a") for i in range(40)]
+    for i, doc in enumerate(docs):  # labels of its own: each read whole, not as a copy of one read before
+        doc["metadata"]["labels"] = {"i": str(i)}
+    read = [state.fleet.read_pod(Source(doc, f"Pod/ml/n{i}")) for i, doc in enumerate(docs)]
+    assert all(p is not None for p in read)
+    asks = {id(p.ask) for p in read[-4:] if p is not None}
+    assert len(asks) == 2  # two kinds of pod (2 and 3 units), each Ask once among the last ones read

@@ -325,7 +325,8 @@ class Inventory:
     reading: Reading | None = None
 
 
-#: Pod fields with few values across a fleet (`Reading._shared`), and how many values are kept at most.
+#: Pod fields with few values across a fleet (`Reading._shared`), and how many values are kept at most: a
+#: watch reads pods for as long as it runs, and the values of pods long deleted are let go when the table is full.
 _SHARED_FIELDS = ("namespace", "labels", "gpu_held", "node", "gpu_mem", "created", "ask")
 _SHARED_MOST = 200_000
 
@@ -355,10 +356,9 @@ class Reading:
             self.alike = _Alike(self.plugins, self.ratio)
         copied = self.alike.copy(src) if src.kind == "Pod" else None
         if copied is not None:  # its template's values are shared already; what the copy has of its own, here
-            table = self.shared
-            if len(table) < _SHARED_MOST:
-                copied.node = table.setdefault(copied.node, copied.node)
-                copied.gpu_held = table.setdefault(copied.gpu_held, copied.gpu_held)
+            table = self._table()
+            copied.node = table.setdefault(copied.node, copied.node)
+            copied.gpu_held = table.setdefault(copied.gpu_held, copied.gpu_held)
             return copied
         view = read_workload(src)
         if view is None or view.kind != "Pod":
@@ -374,12 +374,16 @@ class Reading:
     def _shared(self, pod: Pod) -> Pod:
         """The pod holding the objects other pods hold for equal values: a fleet read pod by pod (a live cluster's)
         holds each namespace, label set and `Ask` (requests, images, constraints) once, as `build`'s copies do."""
-        table = self.shared
-        if len(table) < _SHARED_MOST:
-            for name in _SHARED_FIELDS:
-                value = getattr(pod, name)
-                setattr(pod, name, table.setdefault(value, value))
+        table = self._table()
+        for name in _SHARED_FIELDS:
+            value = getattr(pod, name)
+            setattr(pod, name, table.setdefault(value, value))
         return pod
+
+    def _table(self) -> dict[Any, Any]:
+        if len(self.shared) >= _SHARED_MOST:
+            self.shared = {}
+        return self.shared
 
     def node(self, src: Source) -> Node | None:
         """One Node as the fleet's were read (None for what is no Node); an invalid one raises InputError."""
