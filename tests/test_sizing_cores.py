@@ -55,7 +55,7 @@ def state(nodes: Sequence[Node]) -> list[tuple[Any, ...]]:
             n.room,
             sorted(p.key for p in n.bound),
             [(g.index, g.used, g.core_used, g.pods) for g in n.gpus],
-            sorted((p.key, tuple(g.index for g in n.devices.get(id(p), []))) for p in n.bound),
+            sorted((p.key, tuple(g.index for g in n.devices_of(p))) for p in n.bound),
         )
         for n in nodes
     ]

@@ -332,7 +332,7 @@ class Live:
 def _devices(node: Any, key: str) -> list[dict[str, int]]:
     for pod in node.bound:
         if pod.key == key:
-            return [{"index": g.index, "units": pod.per_gpu} for g in node.devices.get(id(pod), [])]
+            return [{"index": g.index, "units": pod.per_gpu} for g in node.devices_of(pod)]
     return []
 
 

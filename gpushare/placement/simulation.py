@@ -624,7 +624,7 @@ class Simulation:
         gpus_of = self.profile.gpus
         for node in self.nodes:
             pods = [p for p in node.bound if p.wants_gpu]
-            held = {id(p): list(node.devices.get(id(p), [])) for p in pods}
+            held = {id(p): list(gpus) for p, gpus in zip(node.bound, node.held, strict=True)}
             for pod in pods:
                 node.remove_pod(pod)
             for pod in pods:

@@ -185,9 +185,9 @@ class Layout:
     def movable(self, node: Node) -> dict[int, list[Pod]]:
         """The pods that may move off each GPU of `node` (by GPU index), largest share first."""
         found: dict[int, list[Pod]] = {}
-        for p in node.bound:
+        for p, gpus in zip(node.bound, node.held, strict=True):
             if p.key in self.specs and p.key not in self.moved:
-                for gpu in node.devices.get(id(p), ()):
+                for gpu in gpus:
                     found.setdefault(gpu.index, []).append(p)
         for pods in found.values():
             pods.sort(key=lambda p: (-p.per_gpu, p.key))
@@ -288,7 +288,7 @@ class Layout:
             if found is None:
                 return None
             target, gpus = found
-            source = Where(node.name, tuple(g.index for g in node.devices.get(id(victim), [])))
+            source = Where(node.name, tuple(g.index for g in node.devices_of(victim)))
             self.fleet.bind(self.copy(victim), target, gpus)
             self.fleet.unbind(victim, node)
             moves.append(Move(victim.key, source, Where(target.name, gpus), pod.key))

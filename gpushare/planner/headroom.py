@@ -114,14 +114,15 @@ def _bound(after: PlacementResult, pod: Pod, preempts: bool) -> int:
     asks = {"cpu": pod.cpu, "memory": pod.memory, labels.GPU_MEM: pod.node_gpu_mem, **dict(pod.other)}
     fits = 0
     for node in after.nodes:
-        lower = [other for other in node.bound if other.priority < pod.priority] if preempts else []
+        lower = [(o, gpus) for o, gpus in zip(node.bound, node.held, strict=True) if o.priority < pod.priority]
+        lower = lower if preempts else []
         free = {
             "cpu": node.cpu - node.cpu_used,
             "memory": node.memory - node.memory_used,
             labels.GPU_MEM: node.gpu_mem - node.gpu_mem_used,
             **{name: node.other.get(name, 0) - node.other_used.get(name, 0) for name in dict(pod.other)},
         }
-        for other in lower:
+        for other, _ in lower:
             free["cpu"] += other.cpu
             free["memory"] += other.memory
             free[labels.GPU_MEM] += other.node_gpu_mem
@@ -134,8 +135,8 @@ def _bound(after: PlacementResult, pod: Pod, preempts: bool) -> int:
         )
         if pod.wants_gpu:
             freed: dict[int, int] = {}
-            for other in lower:
-                for gpu in node.devices.get(id(other), ()):
+            for other, gpus in lower:
+                for gpu in gpus:
                     freed[gpu.index] = freed.get(gpu.index, 0) + other.per_gpu
             room = sum((g.total - g.used + freed.get(g.index, 0)) // share for g in node.gpus if g.healthy)
             here = min(here, room // max(pod.gpu_count, 1))

@@ -140,7 +140,7 @@ class DefaultPreemption:
         lower = [p for p in node.bound if p.priority < pod.priority]
         if not lower:
             return [NO_VICTIMS]
-        held = {id(p): list(node.devices.get(id(p), ())) for p in lower}
+        held = {id(p): gpus for p, gpus in zip(node.bound, node.held, strict=True)}
         for victim in lower:
             node.remove_pod(victim)
         off = list(lower)  # taken off the node now
