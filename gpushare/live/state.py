@@ -221,7 +221,9 @@ class LiveState:
                 fleet.unbind(gone)
         if obj is None or (obj.get("status") or {}).get("phase") in _FINISHED:
             return
-        pod = fleet.read_pod(Source(obj, f"Pod/{key}"))
+        # Said where it is by its key itself, the string the state's tables hold already (one of its own per pod
+        # was 80 bytes a pod of a fleet's model).
+        pod = fleet.read_pod(Source(obj, key))
         if pod is None:
             return
         self.pods[key] = pod
