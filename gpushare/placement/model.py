@@ -416,59 +416,14 @@ class Pod:
         self.per_device = per_device
         self.started = started
         self.created = created
+        asked = (
+            core, cpu, memory, node_gpu_mem, node_core, other, node_selector, affinity, tolerations, nz_cpu,
+            nz_memory, images, preferred, spread, spread_own, hard_spread, owner, pod_affinity, ns_labels,
+            scheduler_name, host_ports, priority, preempts, bind_error,
+        )  # fmt: skip
         if ask is None:
-            ask = Ask(
-                core,
-                cpu,
-                memory,
-                node_gpu_mem,
-                node_core,
-                other,
-                node_selector,
-                affinity,
-                tolerations,
-                nz_cpu,
-                nz_memory,
-                images,
-                preferred,
-                spread,
-                spread_own,
-                hard_spread,
-                owner,
-                pod_affinity,
-                ns_labels,
-                scheduler_name,
-                host_ports,
-                priority,
-                preempts,
-                bind_error,
-            )
-        elif (
-            core,
-            cpu,
-            memory,
-            node_gpu_mem,
-            node_core,
-            other,
-            node_selector,
-            affinity,
-            tolerations,
-            nz_cpu,
-            nz_memory,
-            images,
-            preferred,
-            spread,
-            spread_own,
-            hard_spread,
-            owner,
-            pod_affinity,
-            ns_labels,
-            scheduler_name,
-            host_ports,
-            priority,
-            preempts,
-            bind_error,
-        ) != _ASK_DEFAULTS:
+            ask = Ask(*asked)
+        elif asked != _ASK_DEFAULTS:
             raise TypeError(
                 "Pod: give either `ask` or what it holds (dataclasses.replace cannot change it: with_changes)"
             )
