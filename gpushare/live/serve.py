@@ -330,9 +330,9 @@ class Live:
 
 
 def _devices(node: Any, key: str) -> list[dict[str, int]]:
-    for pod in node.bound:
+    for pod, gpus in zip(node.bound, node.held, strict=True):
         if pod.key == key:
-            return [{"index": g.index, "units": pod.per_gpu} for g in node.devices_of(pod)]
+            return [{"index": g.index, "units": pod.per_gpu} for g in gpus]
     return []
 
 

@@ -624,7 +624,7 @@ class Simulation:
         gpus_of = self.profile.gpus
         for node in self.nodes:
             pods = [p for p in node.bound if p.wants_gpu]
-            held = {id(p): list(gpus) for p, gpus in zip(node.bound, node.held, strict=True)}
+            held = {id(p): list(gpus) for p, gpus in zip(node.bound, node.held, strict=True) if p.wants_gpu}
             for pod in pods:
                 node.remove_pod(pod)
             for pod in pods:

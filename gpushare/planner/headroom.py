@@ -114,8 +114,8 @@ def _bound(after: PlacementResult, pod: Pod, preempts: bool) -> int:
     asks = {"cpu": pod.cpu, "memory": pod.memory, labels.GPU_MEM: pod.node_gpu_mem, **dict(pod.other)}
     fits = 0
     for node in after.nodes:
-        lower = [(o, gpus) for o, gpus in zip(node.bound, node.held, strict=True) if o.priority < pod.priority]
-        lower = lower if preempts else []
+        held = zip(node.bound, node.held, strict=True)
+        lower = [(o, gpus) for o, gpus in held if o.priority < pod.priority] if preempts else []
         free = {
             "cpu": node.cpu - node.cpu_used,
             "memory": node.memory - node.memory_used,

@@ -140,7 +140,7 @@ class DefaultPreemption:
         lower = [p for p in node.bound if p.priority < pod.priority]
         if not lower:
             return [NO_VICTIMS]
-        held = {id(p): gpus for p, gpus in zip(node.bound, node.held, strict=True)}
+        held = {id(p): gpus for p, gpus in zip(node.bound, node.held, strict=True) if p.priority < pod.priority}
         for victim in lower:
             node.remove_pod(victim)
         off = list(lower)  # taken off the node now
@@ -153,7 +153,7 @@ class DefaultPreemption:
             victims: list[Pod] = []
             for group in (violating, others):
                 for pod_back in group:
-                    node.add_pod(pod_back, list(held[id(pod_back)]))
+                    node.add_pod(pod_back, held[id(pod_back)])
                     if fits(node, pod) is None:
                         off.remove(pod_back)
                     else:
@@ -167,7 +167,7 @@ class DefaultPreemption:
             return Candidate(node, tuple(victims), violations)
         finally:
             for pod_back in off:
-                node.add_pod(pod_back, list(held[id(pod_back)]))
+                node.add_pod(pod_back, held[id(pod_back)])
 
 
 def _split_by_budgets(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> tuple[list[Pod], list[Pod]]:
