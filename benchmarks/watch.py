@@ -61,6 +61,7 @@ TEMPLATE = {
 #: refresh (the template's headroom) and a doctor pass (in a forked copy, whose own peak it reports).
 CHILD = """
 import json, resource, sys, time
+from gpushare import process
 from gpushare.kube.cluster import Cluster
 from gpushare.kube.documents import read_paths
 from gpushare.live import serve
@@ -70,6 +71,7 @@ def hwm():
     return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1]) // 1024
 
 kubeconfig, template = sys.argv[1], sys.argv[2]
+process.few_arenas()  # as `gpushare watch` does before its threads start
 started = time.perf_counter()
 running = serve.start(Cluster(kubeconfig), Semantics(), read_paths([template]), serve.Options(heavy_every=3600,
                       doctor_every=3600))

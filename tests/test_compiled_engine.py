@@ -158,6 +158,30 @@ def test_a_pod_copied_with_changes_keeps_every_other_field() -> None:
         dataclasses.replace(pod, cpu=40)
 
 
+def test_one_gpu_pods_share_the_nodes_tuple_of_their_gpu() -> None:
+    """The devices a one-GPU pod holds are its node's own tuple of that GPU, shared by the pods on it, compiled as
+    in the source (compiled, a tuple typed of one Gpu was held unboxed, and each pod bound made one of its own)."""
+    from gpushare.kube.documents import Source
+    from gpushare.placement import Simulation
+
+    capacity = {"cpu": "32", "memory": "64Gi", "pods": "110", "aliyun.com/gpu-mem": "32", "aliyun.com/gpu-count": "2"}
+    nodes = [
+        Source({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "status": {"capacity": capacity}}, "n")
+    ]
+    pods = [
+        Source({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "ns", "annotations": {
+            "ALIYUN_COM_GPU_MEM_IDX": str(i % 2), "ALIYUN_COM_GPU_MEM_POD": "2"}},
+         "spec": {"nodeName": "n", "containers": [{"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": "2"}}}]},
+         "status": {"phase": "Running"}}, f"p{i}")
+        for i in range(6)
+    ]  # fmt: skip
+    fleet = Simulation.from_sources(nodes, pods, [])
+    fleet.charge()  # the running pods bound where their annotations say
+    node = fleet.node("n")
+    assert len(node.held) == 6 and {h[0].index for h in node.held} == {0, 1}
+    assert all(h is node.alone[h[0].index] and h[0] is node.gpus[h[0].index] for h in node.held)
+
+
 #: Every rule's case from test_rules run through `validate`, printed with where the rules ran (compiled or source).
 _RULE_CASES = """
 import json, sys

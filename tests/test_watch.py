@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -412,3 +412,41 @@ def test_pods_read_one_by_one_share_what_they_ask_for_as_long_as_the_watch_runs(
     assert all(p is not None for p in read)
     asks = {id(p.ask) for p in read[-4:] if p is not None}
     assert len(asks) == 2  # two kinds of pod (2 and 3 units), each Ask once among the last ones read
+
+
+def test_each_pods_name_is_one_string_the_tables_and_the_models() -> None:
+    """A pod's name is held once: the key of the state's tables and its model's name, read by a rebuild or by an
+    event alike (a key string of its own and a name apart were 21 MB at 150,000 pods)."""
+    state = listed(START_NODES, START_PODS)
+    state.event(POD, "ADDED", pod("r4", 6, "a", 1), 1.0)
+    state.event(POD, "MODIFIED", pod("w1", 12, "a", 0), 1.0)
+    held = {name: name for _, name, _ in state.objects[POD].entries()}
+    read = list(state.pods.entries())
+    assert len(read) == len(held) == 5
+    for namespace, name, model in read:
+        assert model.name is name and held[name] is name and model.namespace == namespace
+    assert state.pods.find("ml/r4") is state.pods.get("ml", "r4") is not None
+    assert state.pods.find("ml/gone") is None and state.objects[NODE].find("a") is not None
+
+
+def test_the_applier_holds_nothing_it_applied() -> None:
+    """A list applied is the state's alone: the applier waiting for the next item still held the last batch, and
+    with it a first list, whose names and table a rebuild then could not let go of (10 MB at 150,000 pods)."""
+    import gc
+
+    from gpushare.live.watcher import Watcher, _Listed
+
+    state = LiveState(Semantics())
+    watcher = Watcher(cast(Any, None), state)  # no cluster read: the applier alone, fed by hand
+    watcher.start(reading=False)
+    try:
+        listed_nodes = encoded(NODE, [node("a")])
+        watcher.inbox.put(_Listed(NODE, listed_nodes, 0.0, False))
+        deadline = time.monotonic() + 5
+        held: list[Any] = [None]
+        while held and time.monotonic() < deadline:
+            time.sleep(0.05)
+            held = [r for r in gc.get_referrers(listed_nodes) if r is not state.objects and r is not held]
+        assert state.objects[NODE] is listed_nodes and not held
+    finally:
+        watcher.stop()

@@ -11,6 +11,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from gpushare import process
 from gpushare.commands import fleet
 from gpushare.commands.arguments import add_ledger_reading, seconds, whole
 from gpushare.domain.labels import NODE_POOL_LABEL
@@ -136,6 +137,7 @@ def main(args: argparse.Namespace) -> int:
     if threading.current_thread() is threading.main_thread():  # SIGTERM: a pod's normal end, served to the last
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
     gc.enable()  # a long-running process: the cycles its reads leave behind are collected as it goes
+    process.few_arenas()
     running = serve.start(
         cluster,
         semantics,

@@ -299,7 +299,7 @@ class Live:
         reasons (per node), a running pod's node and GPUs. None: no such pod."""
         with self.state.lock:
             fleet = self.state.fleet
-            pod = self.state.pods.get(key)
+            pod = self.state.pods.find(key)
             if fleet is None or pod is None:
                 return None
             if pod.node is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushare.kube.cluster import PAGE, WATCHES, Cluster, ClusterError, Expired, pages, watch_events
-from gpushare.live.state import LiveState, encoded
+from gpushare.live.state import LiveState, Table, encoded
 
 #: How long one watch call lasts before the server ends it (then it resumes from the last version seen).
 WATCH_SECONDS = 240
@@ -31,7 +31,7 @@ _BACKOFF = 30.0
 @dataclass(frozen=True)
 class _Listed:
     index: int
-    items: dict[str, bytes]
+    items: Table[bytes]
     arrived: float
     resync: bool
 
@@ -102,10 +102,7 @@ class Watcher:
         while not self.stopping.is_set():
             try:
                 if version is None or time.monotonic() - listed_at >= self.resync:
-                    resync = version is not None
-                    version, items = self._list(index)
-                    listed_at = time.monotonic()
-                    self.inbox.put(_Listed(index, items, listed_at, resync))
+                    version, listed_at = self._listed(index, resync=version is not None)
                     first = False
                 for kind, obj in watch_events(self.cluster, listing, version, self.watch_seconds, self._opened):
                     if self.stopping.is_set():
@@ -149,13 +146,18 @@ class Watcher:
         if self.stopping.is_set():
             raw.stop()
 
-    def _list(self, index: int) -> tuple[str, dict[str, bytes]]:
-        """The list's resourceVersion and its objects as the state keeps them, encoded page by page."""
+    def _listed(self, index: int, resync: bool) -> tuple[str, float]:
+        """List `index`, its objects encoded page by page as the state keeps them, for the applier; the list's
+        resourceVersion and when it was listed. What was listed is the applier's alone: held here too, through the
+        watch that follows, a rebuild could not let go of what it replaced (a fleet's names, 10 MB at 150,000
+        pods)."""
         versions: list[str] = []
-        items: dict[str, bytes] = {}
+        items: Table[bytes] = Table()
         for found in pages(self.cluster, WATCHES[index], self.page, versions):
-            items.update(encoded(index, found))
-        return versions[0], items
+            encoded(index, found, into=items)
+        listed_at = time.monotonic()
+        self.inbox.put(_Listed(index, items, listed_at, resync))
+        return versions[0], listed_at
 
     def _relisted(self, kind: str) -> None:
         with self.state.lock:
@@ -184,3 +186,4 @@ class Watcher:
                             state.counts.last_resync = time.time()
                     else:
                         state.event(item.index, item.kind, item.obj, item.arrived)
+            del batch, first, item  # held while waiting for the next, a list would outlive its rebuild
