@@ -18,6 +18,7 @@ import io
 import json
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -77,8 +78,9 @@ class Heavy:
     """What the heavy pass found (in a forked copy of the model): each template's headroom as `capacity -o json`
     gives it, and the pending GPU pods that fit after moves."""
 
-    #: (Kind/namespace/name, replicas more, share of one GPU, capacity's JSON document for it).
-    headroom: list[tuple[str, int, int, dict[str, Any]]] = field(default_factory=list)
+    #: (Kind/namespace/name, replicas more, share of one GPU, capacity's JSON document for it as `capacity -o json`
+    #: writes it, compressed: a fleet's is 4 MB of text at 5,000 nodes, 0.3 MB compressed, 6 MB parsed).
+    headroom: list[tuple[str, int, int, bytes]] = field(default_factory=list)
     movable: int = 0
     oldest: float = 0.0
     #: The state's version it was computed on.
@@ -216,13 +218,15 @@ class Live:
             answer = headroom_now(fleet, template, replica)
             text = io.StringIO()
             write_capacity([answer], [], None, None, unit, "json", text)
-            headroom.append([answer.name, answer.more, answer.per_gpu, json.loads(text.getvalue())])
+            doc = zlib.compress(text.getvalue().encode(), 1)
+            headroom.append(([answer.name, answer.more, answer.per_gpu, len(doc)], doc))
         movable = {f.key for f in pending_now(fleet, state.running(), opts.max_moves) if f.moves}
         now = time.time()
         ages = [_age(p.created, now) for p in fleet.pending if p.key in movable]
-        out.write(
-            json.dumps({"headroom": headroom, "movable": len(movable), "oldest": max(ages, default=0.0)}).encode()
-        )
+        found = {"headroom": [h for h, _ in headroom], "movable": len(movable), "oldest": max(ages, default=0.0)}
+        out.write(json.dumps(found).encode() + b"\n")  # then each template's document as it is (`_heavy_of`)
+        for _, doc in headroom:
+            out.write(doc)
         return 0
 
     def doctor_now(self) -> None:
@@ -317,13 +321,13 @@ class Live:
             doc.pop(whole, None)
         return doc
 
-    def capacity(self, name: str) -> dict[str, Any] | None:
-        """One configured template's headroom as `capacity -o json` reports it (the last heavy pass's)."""
+    def capacity(self, name: str) -> bytes | None:
+        """One configured template's headroom as `capacity -o json` writes it (the last heavy pass's)."""
         view = self.view
         if view is None:
             return None
         found = [doc for label, _, _, doc in view.heavy.headroom if name in _names(label)]
-        return found[0] if len(found) == 1 else None
+        return zlib.decompress(found[0]) if len(found) == 1 else None
 
     def templates(self) -> list[str]:
         return [label for label, _, _, _ in (self.view.heavy.headroom if self.view is not None else [])]
@@ -378,8 +382,14 @@ def _running(thread: threading.Thread | None) -> bool:
 
 
 def _heavy_of(data: bytes, version: int) -> Heavy:
-    found = json.loads(data)
-    return Heavy([tuple(h) for h in found["headroom"]], int(found["movable"]), float(found["oldest"]), version)
+    """The heavy pass's answer: a line of JSON, then each template's document, compressed (`Heavy.headroom`)."""
+    line, _, docs = data.partition(b"\n")
+    found = json.loads(line)
+    headroom, at = [], 0
+    for name, more, share, size in found["headroom"]:
+        headroom.append((str(name), int(more), int(share), docs[at : at + int(size)]))
+        at += int(size)
+    return Heavy(headroom, int(found["movable"]), float(found["oldest"]), version)
 
 
 def _counts(data: bytes) -> dict[tuple[str, str], int]:
@@ -441,10 +451,10 @@ def app(live: Live) -> Callable[[dict[str, Any], Start], Iterator[bytes]]:
                 return _json(start, "404 Not Found", {"error": f"no pod {key} in the cluster's model"})
             return _json(start, "200 OK", doc)
         name = (query.get("template") or [""])[0]
-        doc = live.capacity(name)
-        if doc is None:
+        text = live.capacity(name)
+        if text is None:
             return _json(start, "404 Not Found", {"error": f"no template {name!r}", "templates": live.templates()})
-        return _json(start, "200 OK", doc)
+        return _reply(start, "200 OK", text, [("Content-Type", "application/json")])
 
     return respond
 
