@@ -269,7 +269,7 @@ _M_ARENA_MAX = -8
 def few_arenas(most: int = 2) -> bool:
     """glibc's malloc at most `most` arenas, for a long-running process with many threads (`gpushare watch` reads
     each kind in a thread of its own): by default each thread that contends gets an arena of its own (up to eight
-    per core), which keeps what that thread freed; at most two, the watch's peak at 150,000 pods was 4 MB lower.
+    per core), which keeps what that thread freed; at most two, the watch's peak at 150,000 pods was 3 MB lower.
     Called before the threads start. False where the C library has no such setting (not glibc): nothing done."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
