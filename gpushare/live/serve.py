@@ -79,7 +79,7 @@ class Heavy:
     gives it, and the pending GPU pods that fit after moves."""
 
     #: (Kind/namespace/name, replicas more, share of one GPU, capacity's JSON document for it as `capacity -o json`
-    #: writes it, compressed: a fleet's is 4 MB of text at 5,000 nodes, 0.3 MB compressed, 6 MB parsed).
+    #: writes it, compressed: a fleet's is 4 MB of text at 5,000 nodes, 0.15 MB compressed, 6 MB parsed).
     headroom: list[tuple[str, int, int, bytes]] = field(default_factory=list)
     movable: int = 0
     oldest: float = 0.0
