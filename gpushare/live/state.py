@@ -96,9 +96,6 @@ class Table(Generic[V]):
         for names in self._by.values():
             yield from names.values()
 
-    def __len__(self) -> int:
-        return sum(len(names) for names in self._by.values())
-
 
 def key(namespace: str, name: str) -> str:
     """An object's key as users write it (and findings name it): namespace/name, or a cluster-scoped one's name."""
@@ -373,17 +370,16 @@ class LiveState:
         self.fleet, self.pods, self.orphans = fleet, Table(), {}
         self.stale = False
         # Each pod's name as decoded now is the one kept (by the model, and as the key here): allocated into the
-        # blocks the Nodes' documents freed, where the list's, held since it was read, are let go (10 MB at
+        # blocks the Nodes' documents freed, where the list's, let go by its readers (`watcher`), goes (10 MB at
         # 150,000 pods).
         kept: Table[bytes] = Table()
         for namespace, name, raw in self.objects[_POD].entries():
+            obj = unpack(_POD, raw)  # packed here from JSON: it reads back
+            name = named(obj)[1]
+            kept.put(namespace, name, raw)
             try:
-                obj = unpack(_POD, raw)
-                name = named(obj)[1]
-                kept.put(namespace, name, raw)
                 self._pod(namespace, name, obj)
             except Exception as exc:  # as an event's: kept out and said
-                kept.put(namespace, name, raw)
                 self._reject("Pod", key(namespace, name), f"{type(exc).__name__}: {exc}")
         self.objects[_POD] = kept
         self.counts.rebuilds += 1

@@ -509,7 +509,7 @@ DEFAULT_RESOURCES: dict[str, dict[str, dict[str, str]]] = {
     "devicePlugin": {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"cpu": "1", "memory": "300Mi"}},
     "cgpu": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
     # a model of the whole fleet, and doctor's pass in a forked copy beside it: at 5,000 nodes and 150,000 pods
-    # about 0.25 GiB and 1.1 GiB more while doctor runs (benchmarks/watch.py)
+    # about 0.2 GiB and 1.1 GiB more while doctor runs (benchmarks/watch.py)
     "watch": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
 }
 
