@@ -84,6 +84,13 @@ def children_of(pid: int) -> list[int]:
         return []
 
 
+def as_from_a_terminal() -> None:
+    """A child's SIGINT as a terminal's Ctrl-C finds it (`preexec_fn`): a shell without job control starts background
+    jobs (a CI script's `&`) with SIGINT ignored, which children inherit, and Python then leaves Ctrl-C ignored, as it
+    should; a test sending SIGINT must not depend on how its runner was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt_when_forked(args: list[str], cwd: Path | None = None, settle: float = 0.0) -> tuple[int, str, str]:
     """`gpushare ARGS` run until it has forked a copy of itself (then `settle` seconds more, both at work), then
     Ctrl-C as a terminal sends it, to the whole process group: the process and its copies alike. Its exit code,
@@ -94,7 +101,7 @@ def interrupt_when_forked(args: list[str], cwd: Path | None = None, settle: floa
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=as_from_a_terminal,
     )
     deadline = time.monotonic() + 120
     while not children_of(process.pid) and time.monotonic() < deadline and process.poll() is None:

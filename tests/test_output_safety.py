@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import as_from_a_terminal
 
 from gpushare import output
 from gpushare.cli import main
@@ -173,9 +174,7 @@ def test_an_interrupt_is_one_line_and_leaves_no_output(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        # as from a terminal: a shell without job control starts background jobs (a CI script's `&`) with SIGINT
-        # ignored, and Python then leaves Ctrl-C ignored, as it should
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=as_from_a_terminal,
     )
     time.sleep(3)  # well into placing a million pods
     assert process.poll() is None, process.communicate()

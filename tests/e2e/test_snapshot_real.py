@@ -17,6 +17,7 @@ import pytest
 import yaml
 from cluster import ControlPlane
 from faults import Front
+from helpers import as_from_a_terminal
 from kube import api, create_node, gpu_node
 
 from gpushare.domain.versions import MINORS
@@ -138,7 +139,9 @@ def test_ctrl_c_midway_leaves_nothing(fleet: ControlPlane, tmp_path: Path) -> No
     try:
         out = tmp_path / "snap"
         args = [sys.executable, "-m", "gpushare", "snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]
-        proc = subprocess.Popen([*args, "--page-size", "2"], stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [*args, "--page-size", "2"], stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal
+        )
         deadline = time.monotonic() + 60
         while not any("continue=" in p for p in front.seen) and time.monotonic() < deadline:
             time.sleep(0.1)
