@@ -7,14 +7,12 @@ import argparse
 import contextlib
 import importlib
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from gpushare import __version__, process
+from gpushare import __version__, errors, process
 from gpushare.errors import GpushareError
 
 EXIT_USAGE = 2
@@ -145,29 +143,18 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised where the program is so that cleanups run (no partial output is left) as for Ctrl-C."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; SIGINT and SIGTERM end it with one line, exit 130 and 143, output files untouched."""
-    in_main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there only
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
     try:
-        with process.paused():
-            return _main(argv)
+        with errors.signals_handled(), process.paused():
+            code = _main(argv)
+            errors.raise_if_signalled()  # one whose exception a finalizer lost
+            return code
     except KeyboardInterrupt:
         return _interrupted()
-    except Terminated:
+    except errors.Terminated:
         print("gpushare: terminated", file=sys.stderr)
         return EXIT_TERMINATED
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def entry() -> NoReturn:

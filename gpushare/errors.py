@@ -1,8 +1,13 @@
-"""Errors a user can act on: each names the field, the value and what is allowed."""
+"""Errors a user can act on: each names the field, the value and what is allowed; and the signals that end a
+command (Ctrl-C, SIGTERM), which end it as cleanly."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 #: How much of a value a message quotes: enough to recognise it, never a whole file.
@@ -59,3 +64,62 @@ class InputError(GpushareError):
         self.where = where
         prefix = f"{where}: " if where else ""
         super().__init__(prefix + not_allowed(field, value, allowed))
+
+
+# --- the signals that end a command -----------------------------------------------------------------------------
+#
+# Ctrl-C and SIGTERM while a command runs: the exceptions they raise, and a record that they came.
+#
+# Python runs a signal's handler between two steps of interpreted code, wherever those are. When they are in a
+# finalizer (a generator closed as it is dropped, an object's `__del__`), the exception the handler raises is printed
+# as "ignored" and lost: the command would go on, write its output and exit 0 after the user pressed Ctrl-C. Compiled
+# code makes that likelier, since its interpreted steps are few and finalizers are among them. So the handler also
+# records the signal, and the command looks at the record where it commits its output and as it returns
+# (`raise_if_signalled`).
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is so that cleanups run (no partial output is left) as for Ctrl-C."""
+
+
+#: The signals received within `signals_handled()`, first first.
+_received: list[int] = []
+
+
+def _exception(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+    raise _exception(signum)
+
+
+@contextmanager
+def signals_handled() -> Iterator[None]:
+    """For the block, SIGINT raises KeyboardInterrupt and SIGTERM `Terminated`, each recorded. SIGINT is taken over
+    only from Python's own handler: a process started with it ignored (a shell's background job) keeps ignoring it,
+    and a program calling the library with a handler of its own keeps that. Outside the main thread, where no handler
+    can be set, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signum == signal.SIGINT and signal.getsignal(signum) is not signal.default_int_handler:
+            continue
+        previous[signum] = signal.signal(signum, _on_signal)
+    _received.clear()
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _received.clear()
+
+
+def raise_if_signalled() -> None:
+    """The first signal received within `signals_handled()` raised again: its own exception may have been lost in a
+    finalizer (see above); where it was not, the command has already ended by it and never comes here."""
+    if _received:
+        raise _exception(_received[0])

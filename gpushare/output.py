@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from gpushare.domain import kinds
 from gpushare.domain.kinds import VERSION as __version__
-from gpushare.errors import GpushareError, InputError, MissingDependency
+from gpushare.errors import GpushareError, InputError, MissingDependency, raise_if_signalled
 
 Item = TypeVar("Item")
 
@@ -220,6 +220,7 @@ def _make_parent(target: Path) -> None:
 
 def _swap(new: Path, step: Plan) -> None:
     """Put `new` in place of the target: the old one goes to the backup, or is removed once the new is in."""
+    raise_if_signalled()  # an interrupt a finalizer swallowed still leaves nothing written
     target = step.target
     if not step.exists:
         os.rename(new, target)

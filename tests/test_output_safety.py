@@ -13,6 +13,7 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,55 @@ def test_a_sealed_file_is_gpushares_until_one_byte_changes(tmp_path: Path, name:
         assert not output._file_is_ours(target), f"byte {i} changed, still taken for gpushare's"
     target.write_bytes(body)  # the same content without its seal: the user's
     assert not output._file_is_ours(target)
+
+
+class _DroppedOnInterrupt:
+    """Ctrl-C arriving while Python runs a finalizer: the handler's KeyboardInterrupt is raised there, where Python
+    prints it as ignored and goes on (compiled code, with few interpreted steps besides finalizers, makes it likely)."""
+
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+
+def _swallowing(lost: list[object]) -> None:
+    _DroppedOnInterrupt()  # dropped at once: its finalizer runs here
+    assert lost, "the interrupt was not swallowed: the test no longer shows what it means to"
+
+
+def test_an_interrupt_a_finalizer_swallowed_still_writes_nothing(
+    inside: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The interrupt comes, and is lost in a finalizer, just before the chart would be put in place: exit 130, one
+    line, nothing written (the command checks the signal's record at its commit)."""
+    lost: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", lost.append)
+    real = output._swap
+
+    def swap(new: Path, step: output.Plan) -> None:
+        _swallowing(lost)
+        real(new, step)
+
+    monkeypatch.setattr(output, "_swap", swap)
+    before = listing(inside)
+    code, _, err = run(capsys)
+    assert (code, err) == (130, "gpushare: interrupted\n") and listing(inside) == before
+
+
+def test_an_interrupt_a_finalizer_swallowed_as_a_command_ends_is_still_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Lost in a finalizer as a command that writes no file ends: exit 130 and the one line all the same."""
+    from gpushare import cli
+
+    lost: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", lost.append)
+    real = cli._main
+
+    def command(argv: Sequence[str] | None) -> int:
+        code = real(argv)
+        _swallowing(lost)
+        return code
+
+    monkeypatch.setattr(cli, "_main", command)
+    assert main(["rules", "-o", "json"]) == 130
+    assert capsys.readouterr().err == "gpushare: interrupted\n"
