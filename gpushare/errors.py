@@ -72,10 +72,9 @@ class InputError(GpushareError):
 #
 # Python runs a signal's handler between two steps of interpreted code, wherever those are. When they are in a
 # finalizer (a generator closed as it is dropped, an object's `__del__`), the exception the handler raises is printed
-# as "ignored" and lost: the command would go on, write its output and exit 0 after the user pressed Ctrl-C. Compiled
-# code makes that likelier, since its interpreted steps are few and finalizers are among them. So the handler also
-# records the signal, and the command looks at the record where it commits its output and as it returns
-# (`raise_if_signalled`).
+# as "ignored" and lost: the command would go on, write its output and exit 0 after the user pressed Ctrl-C (compiled
+# code, whose interpreted steps are few, may make that likelier). So the handler also records the signal, and the
+# command looks at the record where it commits its output and as it returns (`raise_if_signalled`).
 
 
 class Terminated(BaseException):

@@ -280,7 +280,7 @@ def test_a_sealed_file_is_gpushares_until_one_byte_changes(tmp_path: Path, name:
 
 class _DroppedOnInterrupt:
     """Ctrl-C arriving while Python runs a finalizer: the handler's KeyboardInterrupt is raised there, where Python
-    prints it as ignored and goes on (compiled code, with few interpreted steps besides finalizers, makes it likely)."""
+    prints it as ignored and goes on."""
 
     def __del__(self) -> None:
         signal.raise_signal(signal.SIGINT)
