@@ -13,7 +13,7 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -286,11 +286,21 @@ class _DroppedOnInterrupt:
         signal.raise_signal(signal.SIGINT)
 
 
+@pytest.fixture
+def python_handles_ctrl_c() -> Iterator[None]:
+    """Python's own SIGINT handler, as a process started from a terminal has it: a runner started as a background job
+    has SIGINT ignored, which gpushare then leaves as it is."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _swallowing(lost: list[object]) -> None:
     _DroppedOnInterrupt()  # dropped at once: its finalizer runs here
     assert lost, "the interrupt was not swallowed: the test no longer shows what it means to"
 
 
+@pytest.mark.usefixtures("python_handles_ctrl_c")
 def test_an_interrupt_a_finalizer_swallowed_still_writes_nothing(
     inside: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -310,6 +320,7 @@ def test_an_interrupt_a_finalizer_swallowed_still_writes_nothing(
     assert (code, err) == (130, "gpushare: interrupted\n") and listing(inside) == before
 
 
+@pytest.mark.usefixtures("python_handles_ctrl_c")
 def test_an_interrupt_a_finalizer_swallowed_as_a_command_ends_is_still_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
