@@ -108,13 +108,12 @@ def signals_handled() -> Iterator[None]:
         if signum == signal.SIGINT and signal.getsignal(signum) is not signal.default_int_handler:
             continue
         previous[signum] = signal.signal(signum, _on_signal)
-    _received.clear()
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        _received.clear()
+        _received.clear()  # the record is the block's alone
 
 
 def raise_if_signalled() -> None:
